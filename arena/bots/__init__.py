@@ -1,0 +1,58 @@
+"""Built-in bots: in-process Python players that see only a seat's view.
+
+A bot is anything with a ``name`` and ``act(view) -> action``; :func:`make_bot` builds
+the built-in ones by name.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from arena.rules import View
+
+
+class Bot(Protocol):
+    """A player: given the view of the seat to move, return one of ``view.legal``."""
+
+    name: str
+
+    def act(self, view: View) -> int: ...
+
+
+class RandomBot:
+    """Takes a uniformly random legal action, from its own seeded generator."""
+
+    def __init__(self, seed: int | str = 0, name: str = "random") -> None:
+        self.name = name
+        self._rng = random.Random(seed)
+
+    def act(self, view: View) -> int:
+        return self._rng.choice(view.legal)
+
+
+def _heuristic(seed: int | str, name: str) -> Bot:
+    from arena.bots.heuristic import HeuristicBot
+
+    return HeuristicBot(name=name)
+
+
+BUILTIN_BOTS = {
+    "random": lambda seed, name: RandomBot(seed, name),
+    "heuristic": _heuristic,
+}
+"""Factories of the built-in bots by name: ``factory(seed, name) -> Bot``."""
+
+
+class UnknownBot(ValueError):
+    """Raised by :func:`make_bot` for a name that is not a built-in bot."""
+
+
+def make_bot(name: str, seed: int | str = 0) -> Bot:
+    """The built-in bot called ``name``, seeded with ``seed``."""
+    try:
+        factory = BUILTIN_BOTS[name]
+    except KeyError:
+        raise UnknownBot(
+            f"unknown bot {name!r}; allowed: {', '.join(BUILTIN_BOTS)}") from None
+    return factory(seed, name)  # type: ignore[no-untyped-call]

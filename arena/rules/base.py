@@ -1,0 +1,179 @@
+"""The state-machine interface every game implements, and the values it hands out.
+
+A :class:`Game` is created from (options, seed); the deals depend on nothing else. The
+caller then loops: :attr:`Game.to_move` says whose turn it is, :attr:`Game.decision` what
+kind of decision (:class:`Decision`), :meth:`Game.legal_actions` the actions allowed
+(never empty), :meth:`Game.check` why an action is not, :meth:`Game.apply` takes one.
+:meth:`Game.view` is what one seat may see. An action is an ``int``: a bid, a suit
+(:data:`Decision.TRUMP`) or a card (:data:`Decision.PLAY`).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from arena.rules.cards import Card, Suit
+
+
+class Decision(enum.Enum):
+    """The kind of decision the player to move faces."""
+
+    BID = "bid"
+    """Bid (Wizard) or announce (Trumps with ``announce``) a number of tricks."""
+    TRUMP = "trump"
+    """Choose the trump suit (Wizard: the dealer, when a Wizard is turned)."""
+    PLAY = "play"
+    """Play a card to the current trick."""
+
+
+class IllegalAction(ValueError):
+    """Raised by :meth:`Game.check` and :meth:`Game.apply` for an action the rules forbid.
+
+    The message says which seat, which action and why.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Trick:
+    """A trick: its leader, the cards in play order from the leader, and its winner.
+
+    The trick in progress has ``winner`` None.
+    """
+
+    leader: int
+    cards: tuple[Card, ...]
+    winner: int | None = None
+
+    def seat_of(self, index: int, players: int) -> int:
+        """The seat that played ``cards[index]``."""
+        return (self.leader + index) % players
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What one seat may see: its own hand and the public history, nothing else."""
+
+    game: str
+    seat: int
+    players: int
+    options: Mapping[str, Any]
+    round: int
+    """The round number, 1-based (Trumps has one round)."""
+    rounds: int
+    """How many rounds the game has."""
+    dealer: int
+    hand: tuple[Card, ...]
+    trump_card: Card | None
+    """The turned card, public; None when none was turned."""
+    trump: Suit | None
+    """The trump suit in force, or None (no trump, or a Wizard turned and not yet chosen)."""
+    bids: tuple[int | None, ...]
+    """Bids (Trumps: announcements) by seat; None where not made (yet, or not at all)."""
+    trick: Trick
+    """The trick in progress (possibly empty)."""
+    tricks: tuple[Trick, ...]
+    """The completed tricks of this round, in order."""
+    won: tuple[int, ...]
+    """Tricks won this round, by seat."""
+    scores: tuple[int, ...]
+    """Total points of earlier rounds, by seat."""
+    stock_size: int
+    """Cards left in the stock (Trumps); its order is never shown."""
+    tricks_in_round: int
+    """How many tricks this round has in all."""
+    decision: Decision | None
+    legal: tuple[int, ...]
+    """The legal actions when this seat is to move, else empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of a finished game: totals and 1-based places (ties share a place)."""
+
+    totals: tuple[int, ...]
+    places: tuple[int, ...]
+
+
+def places_from_totals(totals: Sequence[int]) -> tuple[int, ...]:
+    """Competition ranking: a seat's place is 1 + the number of seats with a higher total."""
+    return tuple(1 + sum(1 for u in totals if u > t) for t in totals)
+
+
+@dataclass(slots=True)
+class RoundLog:
+    """Everything that happened in one round, for the game record (cards as ints)."""
+
+    number: int
+    dealer: int
+    hands: list[list[Card]]
+    stock: list[Card]
+    trump_card: Card | None
+    trump: Suit | None = None
+    bids: list[int | None] | None = None
+    tricks: list[Trick] = field(default_factory=list)
+    draws: list[list[Card]] | None = None
+    won: list[int] = field(default_factory=list)
+    points: list[int] | None = None
+
+
+class Game(ABC):
+    """A game in progress. Subclasses implement one game's rules; the caller drives it."""
+
+    name: ClassVar[str]
+    """The game's name as in records and tournament files (``wizard``, ``trumps``)."""
+
+    players: int
+    options: dict[str, Any]
+    """Every option in force, defaults included (``players`` among them)."""
+    seed: int
+    to_move: int | None
+    """The seat to act, or None when the game is over."""
+    decision: Decision | None
+    """The kind of decision ``to_move`` faces, or None when the game is over."""
+    totals: list[int]
+    log: list[RoundLog]
+    """One entry per round started so far; the last one is the round in progress."""
+
+    @property
+    def is_over(self) -> bool:
+        return self.to_move is None
+
+    @abstractmethod
+    def legal_actions(self) -> list[int]:
+        """The actions the player to move may take, never empty while the game runs.
+
+        The list is shared with the game until the next :meth:`apply`: do not modify it.
+        """
+
+    def check(self, action: int) -> None:
+        """Raise :class:`IllegalAction` saying why ``action`` is not allowed now."""
+        if self.to_move is None:
+            raise IllegalAction("the game is over")
+        if action not in self.legal_actions():
+            raise IllegalAction(self._why_illegal(action))
+
+    @abstractmethod
+    def _why_illegal(self, action: int) -> str:
+        """The reason an action outside :meth:`legal_actions` is illegal."""
+
+    @abstractmethod
+    def apply(self, action: int) -> None:
+        """Take ``action`` for the player to move; raises :class:`IllegalAction`."""
+
+    @abstractmethod
+    def view(self, seat: int) -> View:
+        """What ``seat`` may see now."""
+
+    def outcome(self) -> Outcome:
+        """Totals and places (totals so far while the game runs)."""
+        totals = tuple(self.totals)
+        return Outcome(totals, places_from_totals(totals))
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds the game has."""
+        return 1

@@ -1,0 +1,250 @@
+"""Wizard: 60 cards, 3-6 players, round r deals r cards, bid exactly (RULES.md, game 1)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from arena.rules.base import Decision, Game, IllegalAction, RoundLog, Trick, View
+from arena.rules.cards import JESTER, SUIT_NAMES, WIZARD, Card, card_symbol, wizard_deck
+from arena.rules.options import OptionSpec, resolve_options
+
+_PLAY, _BID, _TRUMP = Decision.PLAY, Decision.BID, Decision.TRUMP
+_SUITS = [0, 1, 2, 3]
+_DECK = wizard_deck()
+
+
+def wizard_trick_winner(cards: list[Card] | tuple[Card, ...], trump: int | None) -> int:
+    """The index in ``cards`` (play order) of the card that wins a Wizard trick.
+
+    The first Wizard; else the highest trump; else the highest card of the led suit (the
+    suit of the first suited card); if every card is a Jester, the first Jester.
+    """
+    if WIZARD in cards:
+        return cards.index(WIZARD)
+    best = 0
+    best_key = -1
+    led = -1
+    for i, c in enumerate(cards):
+        if c == JESTER:
+            continue
+        s = c >> 4
+        if led < 0:
+            led = s
+        key = (c & 15) | (32 if s == trump else 16 if s == led else 0)
+        if key > best_key:
+            best_key = key
+            best = i
+    return best
+
+
+def wizard_round_points(bid: int, won: int) -> int:
+    """20 + 10 per trick for a bid made exactly, else -10 per trick of difference."""
+    return 20 + 10 * won if bid == won else -10 * abs(won - bid)
+
+
+def deal_seed(game: str, players: int, seed: int, round_number: int) -> str:
+    """The string that seeds one deal's shuffle: it names nothing but the deal."""
+    return f"trick-arena/{game}/{players}/{seed}/{round_number}"
+
+
+class WizardGame(Game):
+    """A game of Wizard. See RULES.md, game 1, and docs/rules.md."""
+
+    name: ClassVar[str] = "wizard"
+    OPTIONS: ClassVar[dict[str, OptionSpec]] = {
+        "players": OptionSpec("players", "int", 4, "number of players", 3, 6),
+        "hook_rule": OptionSpec(
+            "hook_rule", "bool", False,
+            "the dealer may not bid so that the bids sum to the number of tricks"),
+    }
+
+    def __init__(self, options: Mapping[str, Any] | None = None, seed: int = 0) -> None:
+        self.options = resolve_options(self.name, self.OPTIONS, options or {})
+        self.players = n = self.options["players"]
+        self.hook_rule: bool = self.options["hook_rule"]
+        self.seed = seed
+        self.num_rounds = 60 // n
+        self.totals = [0] * n
+        self.log = []
+        self._start_round(1)
+
+    # -- the round -------------------------------------------------------------------
+
+    def _start_round(self, r: int) -> None:
+        n = self.players
+        deck = _DECK[:]
+        random.Random(deal_seed(self.name, n, self.seed, r)).shuffle(deck)
+        dealer = (r - 1) % n
+        hands: list[list[Card]] = [[] for _ in range(n)]
+        for k in range(n):
+            hands[(dealer + 1 + k) % n] = sorted(deck[k : n * r : n])
+        stock = deck[n * r :]
+        trump_card = stock[0] if stock else None
+        self.round = r
+        self.dealer = dealer
+        self.hands = hands
+        self.won = [0] * n
+        self.bids: list[int | None] = [None] * n
+        self.trick_cards: list[Card] = []
+        self.led = -1
+        self._legal: list[int] | None = None
+        entry = RoundLog(r, dealer, [h[:] for h in hands], stock, trump_card,
+                         bids=self.bids, won=self.won)
+        self.log.append(entry)
+        self._entry = entry
+        self.tricks = entry.tricks
+        if trump_card is None or trump_card == JESTER:
+            self.trump: int | None = None
+        elif trump_card == WIZARD:
+            self.trump = None
+            self.to_move = dealer
+            self.decision = _TRUMP
+            return
+        else:
+            self.trump = trump_card >> 4
+        entry.trump = self.trump
+        self._begin_bidding()
+
+    def _begin_bidding(self) -> None:
+        self.to_move = (self.dealer + 1) % self.players
+        self.decision = _BID
+        self._bid_range = list(range(self.round + 1))
+
+    def _end_round(self) -> None:
+        points = [wizard_round_points(b or 0, w) for b, w in zip(self.bids, self.won, strict=True)]
+        self._entry.points = points
+        totals = self.totals
+        for i, p in enumerate(points):
+            totals[i] += p
+        if self.round < self.num_rounds:
+            self._start_round(self.round + 1)
+        else:
+            self.to_move = None
+            self.decision = None
+            self._legal = []
+
+    # -- the interface ---------------------------------------------------------------
+
+    @property
+    def rounds(self) -> int:
+        return self.num_rounds
+
+    def legal_actions(self) -> list[int]:
+        legal = self._legal
+        if legal is not None:
+            return legal
+        d = self.decision
+        seat = self.to_move
+        if d is _PLAY:
+            hand = self.hands[seat]  # type: ignore[index]
+            led = self.led
+            if 0 <= led < 4:
+                legal = [c for c in hand if c >> 4 == led]
+                if legal:
+                    last = hand[-1]
+                    if last == JESTER:
+                        if WIZARD in hand:
+                            legal.append(WIZARD)
+                        legal.append(JESTER)
+                    elif last == WIZARD:
+                        legal.append(WIZARD)
+                    self._legal = legal
+                    return legal
+            if len(hand) > 1 and hand[-2] >= WIZARD:
+                legal = list(dict.fromkeys(hand))
+            else:
+                legal = hand[:]
+        elif d is _BID:
+            legal = self._bid_range
+            if self.hook_rule and seat == self.dealer:
+                forbidden = self.round - sum(b for b in self.bids if b is not None)
+                legal = [b for b in legal if b != forbidden]
+        elif d is _TRUMP:
+            legal = _SUITS
+        else:
+            legal = []
+        self._legal = legal
+        return legal
+
+    def apply(self, action: int) -> None:
+        legal = self._legal
+        if legal is None:
+            legal = self.legal_actions()
+        if action not in legal:
+            self.check(action)
+        self._legal = None
+        seat: int = self.to_move  # type: ignore[assignment]
+        n = self.players
+        d = self.decision
+        if d is _PLAY:
+            self.hands[seat].remove(action)
+            cards = self.trick_cards
+            cards.append(action)
+            if self.led < 0 and action != JESTER:
+                self.led = 4 if action == WIZARD else action >> 4
+            if len(cards) < n:
+                self.to_move = seat + 1 if seat + 1 < n else 0
+                return
+            leader = seat + 1 if seat + 1 < n else 0
+            winner = (leader + wizard_trick_winner(cards, self.trump)) % n
+            self.won[winner] += 1
+            self.tricks.append(Trick(leader, tuple(cards), winner))
+            if self.hands[winner]:
+                self.trick_cards = []
+                self.led = -1
+                self.to_move = winner
+            else:
+                self._end_round()
+        elif d is _BID:
+            self.bids[seat] = action
+            if seat == self.dealer:
+                self.to_move = (self.dealer + 1) % n
+                self.decision = _PLAY
+                self.trick_cards = []
+                self.led = -1
+            else:
+                self.to_move = seat + 1 if seat + 1 < n else 0
+        else:
+            self.trump = action
+            self._entry.trump = action
+            self._begin_bidding()
+
+    def _why_illegal(self, action: int) -> str:
+        seat = self.to_move
+        d = self.decision
+        if not isinstance(action, int) or isinstance(action, bool):
+            return f"seat {seat}: {action!r} is not an action"
+        if d is _BID:
+            if not 0 <= action <= self.round:
+                return f"seat {seat}: bid {action} is outside 0..{self.round}"
+            return (f"seat {seat}: the hook rule forbids the dealer bidding {action}: "
+                    f"the bids would sum to {self.round}, the number of tricks")
+        if d is _TRUMP:
+            return f"seat {seat}: {action} is not a suit (0..3); the dealer must name a suit"
+        hand = self.hands[seat]  # type: ignore[index]
+        if action not in hand:
+            try:
+                shown = card_symbol(action)
+            except (IndexError, TypeError):
+                shown = repr(action)
+            return f"seat {seat}: does not hold {shown}"
+        return (f"seat {seat}: must follow {SUIT_NAMES[self.led]} with "
+                f"{card_symbol(action)} (a Wizard or a Jester is always allowed)")
+
+    def view(self, seat: int) -> View:
+        n = self.players
+        cards = self.trick_cards if self.decision is _PLAY else []
+        leader = (self.to_move - len(cards)) % n if self.to_move is not None else 0
+        legal = tuple(self.legal_actions()) if seat == self.to_move else ()
+        return View(
+            game=self.name, seat=seat, players=n, options=self.options,
+            round=self.round, rounds=self.num_rounds, dealer=self.dealer,
+            hand=tuple(self.hands[seat]), trump_card=self._entry.trump_card, trump=self.trump,
+            bids=tuple(self.bids), trick=Trick(leader, tuple(cards)),
+            tricks=tuple(self.tricks), won=tuple(self.won),
+            scores=tuple(self.totals),
+            stock_size=len(self._entry.stock), tricks_in_round=self.round, decision=(
+                self.decision if seat == self.to_move else None),
+            legal=legal)
