@@ -189,11 +189,10 @@ def _verify_round(game: Game, rec: Any, where: str, full_deck: Counter[int]) -> 
     if game.decision is Decision.BID:
         if not isinstance(bids, list) or len(bids) != n:
             raise RecordError(f"{where}: bids must list {n} numbers")
-        while game.decision is Decision.BID:
-            seat = game.to_move
-            assert seat is not None
-            bid = bids[seat]
-            _apply(game, bid, f"{where}, seat {seat}: bid {bid!r}")
+        while game.decision is Decision.BID and game.to_move is not None:
+            bidder = game.to_move
+            bid = bids[bidder]
+            _apply(game, bid, f"{where}, seat {bidder}: bid {bid!r}")
     elif bids is not None:
         raise RecordError(f"{where}: bids should be null (no bidding in this game)")
     _verify_tricks(game, rec, entry, where)

@@ -55,4 +55,4 @@ def make_bot(name: str, seed: int | str = 0) -> Bot:
     except KeyError:
         raise UnknownBot(
             f"unknown bot {name!r}; allowed: {', '.join(BUILTIN_BOTS)}") from None
-    return factory(seed, name)  # type: ignore[no-untyped-call]
+    return factory(seed, name)

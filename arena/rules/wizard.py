@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arena.rules.base import Decision, Game, IllegalAction, RoundLog, Trick, View
+from arena.rules.base import Decision, Game, RoundLog, Trick, View
 from arena.rules.cards import JESTER, SUIT_NAMES, WIZARD, Card, card_symbol, wizard_deck
 from arena.rules.options import OptionSpec, resolve_options
 
@@ -62,10 +62,10 @@ class WizardGame(Game):
 
     def __init__(self, options: Mapping[str, Any] | None = None, seed: int = 0) -> None:
         self.options = resolve_options(self.name, self.OPTIONS, options or {})
-        self.players = n = self.options["players"]
+        self.players = n = int(self.options["players"])
         self.hook_rule: bool = self.options["hook_rule"]
         self.seed = seed
-        self.num_rounds = 60 // n
+        self.num_rounds: int = 60 // n
         self.totals = [0] * n
         self.log = []
         self._start_round(1)

@@ -1,0 +1,97 @@
+"""The ``arena`` command line: play, verify, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_play_prints_every_round_and_the_standings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "play", "--game", "wizard", "--players", "4", "--seed", "5",
+                       "--bots", "heuristic,random,random,heuristic")
+    assert code == 0
+    for r in range(1, 16):
+        assert f"Round {r} of 15" in out
+    assert "bids:" in out and "trick  1:" in out and "Final standings" in out
+    assert "Wizard" in out or "Jester" in out
+    assert any(s in out for s in "♣♦♥♠")
+
+
+def test_play_writes_a_record_that_verifies(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "game.json"
+    code, _, _ = run(capsys, "play", "--game", "trumps", "--players", "3", "--seed", "9",
+                     "--option", "announce=true", "--option", "trump=H",
+                     "--record", str(path), "--quiet")
+    assert code == 0
+    record = json.loads(path.read_text())
+    assert record["options"] == {"players": 3, "trump": "H", "draw": True, "announce": True}
+    assert record["seed"] == 9
+    code, out, _ = run(capsys, "verify", str(path))
+    assert code == 0 and "ok (1 record)" in out
+
+
+def test_same_seed_same_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for p in paths:
+        assert run(capsys, "play", "--game", "wizard", "--players", "3", "--seed", "77",
+                   "--record", str(p), "--quiet")[0] == 0
+    assert paths[0].read_text() == paths[1].read_text()
+
+
+def test_verify_names_the_first_discrepancy(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.json"
+    run(capsys, "play", "--game", "wizard", "--players", "4", "--seed", "1",
+        "--record", str(good), "--quiet")
+    record = json.loads(good.read_text())
+    trick = record["rounds"][2]["tricks"][1]
+    trick["winner"] = (trick["winner"] + 1) % 4
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text() + json.dumps(record) + "\n")
+    code, out, err = run(capsys, "verify", str(good), str(bad))
+    assert code == 1
+    assert "ok (1 record)" in out
+    assert err.startswith(f"{bad}:2: round 3, trick 2, seat ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["play", "--game", "chess"], "unknown game 'chess'; allowed: wizard, trumps"),
+    (["play", "--game", "wizard", "--players", "7"], "expected an integer 3..6"),
+    (["play", "--game", "wizard", "--option", "hook=true"], "allowed: players, hook_rule"),
+    (["play", "--game", "wizard", "--option", "hook_rule=yes"], "expected true or false"),
+    (["play", "--game", "trumps", "--option", "trump=X"], "one of C, D, H, S or none"),
+    (["play", "--game", "wizard", "--bots", "random,random"], "2 bots for 4 players"),
+    (["play", "--game", "wizard", "--bots", "random,random,alphago,random"],
+     "unknown bot 'alphago'; allowed: random, heuristic"),
+    (["play"], "the following arguments are required: --game"),
+    (["verify", "/nonexistent/record.json"], "cannot read"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], expected: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert expected in err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+
+def test_console_script_runs() -> None:
+    done = subprocess.run([sys.executable, "-m", "arena", "play", "--game", "trumps",
+                           "--seed", "3", "--quiet"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Final standings" in done.stdout
