@@ -86,6 +86,13 @@ def _get(obj: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
+def _key(obj: dict[str, Any], key: str, where: str) -> Any:
+    """A key that must be present, though its value may be null."""
+    if key not in obj:
+        raise RecordError(f"{where}: missing key {key!r}")
+    return obj[key]
+
+
 def _cards(values: Any, where: str) -> list[int]:
     if not isinstance(values, list):
         raise RecordError(f"{where}: expected a list of cards")
@@ -170,11 +177,11 @@ def _verify_round(game: Game, rec: Any, where: str, full_deck: Counter[int]) -> 
                               f"{game.seed}")
     if stock != entry.stock:
         raise RecordError(f"{where}: stock is not the deal of seed {game.seed}")
-    trump_card = _card_or_none(rec.get("trump_card"), f"{where}, trump_card")
+    trump_card = _card_or_none(_key(rec, "trump_card", where), f"{where}, trump_card")
     if trump_card != entry.trump_card:
         raise RecordError(f"{where}: trump_card should be "
                           f"{None if entry.trump_card is None else format_card(entry.trump_card)}")
-    trump_text = rec.get("trump")
+    trump_text = _key(rec, "trump", where)
     if game.decision is Decision.TRUMP:
         if not isinstance(trump_text, str):
             raise RecordError(f"{where}, seat {game.to_move}: a Wizard was turned, "
@@ -185,7 +192,7 @@ def _verify_round(game: Game, rec: Any, where: str, full_deck: Counter[int]) -> 
             raise RecordError(f"{where}, trump: {e}") from None
     elif trump_text != format_suit(entry.trump):
         raise RecordError(f"{where}: trump {trump_text!r} should be {format_suit(entry.trump)!r}")
-    bids = rec.get("bids")
+    bids = _key(rec, "bids", where)
     if game.decision is Decision.BID:
         if not isinstance(bids, list) or len(bids) != n:
             raise RecordError(f"{where}: bids must list {n} numbers")
@@ -201,7 +208,7 @@ def _verify_round(game: Game, rec: Any, where: str, full_deck: Counter[int]) -> 
 def _verify_tricks(game: Game, rec: Any, entry: RoundLog, where: str) -> None:
     n = game.players
     tricks = _get(rec, "tricks", where, list)
-    draws = rec.get("draws")
+    draws = _key(rec, "draws", where)
     if entry.draws is not None and not isinstance(draws, list):
         raise RecordError(f"{where}: draws must be a list")
     if entry.draws is None and draws is not None:

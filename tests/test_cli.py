@@ -82,7 +82,7 @@ def test_verify_names_the_first_discrepancy(tmp_path: Path,
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], expected: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, *argv)
+    code, _out, err = run(capsys, *argv)
     assert code == 2
     assert expected in err
     assert err.count("\n") == 1, err

@@ -153,7 +153,7 @@ class Game(ABC):
         """Raise :class:`IllegalAction` saying why ``action`` is not allowed now."""
         if self.to_move is None:
             raise IllegalAction("the game is over")
-        if action not in self.legal_actions():
+        if type(action) is not int or action not in self.legal_actions():
             raise IllegalAction(self._why_illegal(action))
 
     @abstractmethod

@@ -65,7 +65,7 @@ def parse_card(text: str) -> Card:
         return WIZARD
     if text == "J":
         return JESTER
-    if len(text) >= 2 and text[0] in SUIT_LETTERS and text[1:].isdigit():
+    if len(text) >= 2 and text[0] in SUIT_LETTERS and text[1:].isascii() and text[1:].isdigit():
         rank = int(text[1:])
         if 1 <= rank <= 14 and text[1] != "0":
             return make_card(SUIT_LETTERS.index(text[0]), rank)

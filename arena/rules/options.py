@@ -42,7 +42,7 @@ class OptionSpec:
             if text in ("true", "false"):
                 return text == "true"
         elif self.kind == "int":
-            if text.strip().lstrip("-").isdigit():
+            if text.strip().lstrip("-").isascii() and text.strip().lstrip("-").isdigit():
                 return self.coerce(int(text))
         else:
             if text in ("none", "null", ""):

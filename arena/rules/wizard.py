@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from arena.rules.base import Decision, Game, RoundLog, Trick, View
@@ -62,6 +63,7 @@ class WizardGame(Game):
 
     def __init__(self, options: Mapping[str, Any] | None = None, seed: int = 0) -> None:
         self.options = resolve_options(self.name, self.OPTIONS, options or {})
+        self._options_view = MappingProxyType(self.options)
         self.players = n = int(self.options["players"])
         self.hook_rule: bool = self.options["hook_rule"]
         self.seed = seed
@@ -172,7 +174,7 @@ class WizardGame(Game):
         legal = self._legal
         if legal is None:
             legal = self.legal_actions()
-        if action not in legal:
+        if type(action) is not int or action not in legal:
             self.check(action)
         self._legal = None
         seat: int = self.to_move  # type: ignore[assignment]
@@ -239,7 +241,7 @@ class WizardGame(Game):
         leader = (self.to_move - len(cards)) % n if self.to_move is not None else 0
         legal = tuple(self.legal_actions()) if seat == self.to_move else ()
         return View(
-            game=self.name, seat=seat, players=n, options=self.options,
+            game=self.name, seat=seat, players=n, options=self._options_view,
             round=self.round, rounds=self.num_rounds, dealer=self.dealer,
             hand=tuple(self.hands[seat]), trump_card=self._entry.trump_card, trump=self.trump,
             bids=tuple(self.bids), trick=Trick(leader, tuple(cards)),

@@ -1,0 +1,441 @@
+"""Game records: good records verify; every kind of damage raises RecordError saying where.
+
+Records are built from real games (random legal play), passed through JSON, then changed
+in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.record import FORMAT, RecordError, game_record, verify_record
+from arena.rules import Decision, new_game
+
+Record = dict[str, Any]
+
+
+@functools.cache
+def _record_text(game: str, options: tuple[tuple[str, Any], ...], seed: int) -> str:
+    g = new_game(game, dict(options), seed)
+    rng = random.Random(seed)
+    while not g.is_over:
+        g.apply(rng.choice(g.legal_actions()))
+    seats = [f"bot-{i}" for i in range(g.players)]
+    return json.dumps(game_record(g, seats, faults=[{"seat": 0, "reason": "slow"}]))
+
+
+def fresh(game: str, seed: int = 7, **options: Any) -> Record:
+    """A new copy of the record of a finished game, as read back from JSON."""
+    rec: Record = json.loads(_record_text(game, tuple(sorted(options.items())), seed))
+    return rec
+
+
+def wizard_turned_seed() -> int:
+    for seed in range(500):
+        g = new_game("wizard", {"players": 3}, seed)
+        if g.decision is Decision.TRUMP:
+            return seed
+    raise AssertionError("no seed turns a Wizard in round 1")
+
+
+def rejects(rec: Any, pattern: str) -> None:
+    with pytest.raises(RecordError, match=pattern):
+        verify_record(rec)
+
+
+GOOD = [
+    ("wizard", {}),
+    ("wizard", {"players": 3, "hook_rule": True}),
+    ("wizard", {"players": 6}),
+    ("trumps", {}),
+    ("trumps", {"players": 2, "announce": True}),
+    ("trumps", {"players": 3, "trump": "S"}),
+    ("trumps", {"players": 7, "draw": False, "announce": True}),
+]
+
+
+@pytest.mark.parametrize(("game", "options"), GOOD)
+def test_good_records_verify(game: str, options: dict[str, Any]) -> None:
+    rec = fresh(game, **options)
+    assert rec["format"] == FORMAT == "trick-arena.record/1"
+    assert rec["game"] == game
+    verify_record(rec)
+
+
+def test_a_round_where_the_dealer_chose_trump_verifies() -> None:
+    seed = wizard_turned_seed()
+    rec = fresh("wizard", seed, players=3)
+    first = rec["rounds"][0]
+    assert first["trump_card"] == "W" and first["trump"] in ("C", "D", "H", "S")
+    verify_record(rec)
+    first["trump"] = None
+    rejects(rec, r"round 1, seat 0: a Wizard was turned")
+    first["trump"] = "X"
+    rejects(rec, r"round 1, trump: not a suit")
+
+
+def test_extra_top_level_keys_are_accepted() -> None:
+    rec = fresh("wizard")
+    rec["game_id"] = "final-3"
+    rec["forfeited"] = []
+    verify_record(rec)
+
+
+# -- where the first discrepancy is -------------------------------------------------------
+
+
+def test_a_card_not_held_names_round_trick_and_seat() -> None:
+    rec = fresh("wizard")
+    rd = rec["rounds"][1]
+    trick = rd["tricks"][0]
+    seat = (trick["leader"] + 1) % 4
+    others = [c for s, h in enumerate(rd["hands"]) if s != seat for c in h
+              if c not in ("W", "J") and c not in rd["hands"][seat]]
+    trick["cards"][1] = others[0]
+    rejects(rec, rf"^round 2, trick 1, seat {seat}: {others[0]}: illegal: .*does not hold")
+
+
+def test_a_changed_winner_names_round_trick_and_seat() -> None:
+    rec = fresh("wizard")
+    trick = rec["rounds"][1]["tricks"][0]
+    actual = trick["winner"]
+    trick["winner"] = (actual + 1) % 4
+    rejects(rec, rf"^round 2, trick 1, seat {(actual + 1) % 4}: winner should be seat {actual}")
+
+
+def test_not_following_suit_names_round_trick_and_seat() -> None:
+    rec = fresh("trumps", 3, players=4, draw=False)
+    tricks = rec["rounds"][0]["tricks"]
+
+    def seat_cards(seat: int, after: int) -> list[str]:
+        return [t["cards"][(seat - t["leader"]) % 4] for t in tricks[after + 1:]]
+
+    for t, trick in enumerate(tricks):
+        led = trick["cards"][0][0]
+        for k in range(1, 4):
+            seat = (trick["leader"] + k) % 4
+            if trick["cards"][k][0] != led:
+                continue
+            off_suit = [c for c in seat_cards(seat, t) if c[0] != led]
+            if off_suit:
+                trick["cards"][k] = off_suit[0]
+                rejects(rec, rf"^round 1, trick {t + 1}, seat {seat}: {off_suit[0]}: "
+                             r"illegal: .*must follow")
+                return
+    raise AssertionError("no trick to change in this deal")
+
+
+def test_swapped_hand_cards_name_the_round_and_seat() -> None:
+    rec = fresh("wizard")
+    hands = rec["rounds"][2]["hands"]
+    a = next(i for i, c in enumerate(hands[0]) if c not in hands[1])
+    b = next(i for i, c in enumerate(hands[1]) if c not in hands[0])
+    hands[0][a], hands[1][b] = hands[1][b], hands[0][a]
+    rejects(rec, r"^round 3, seat 0: hand is not the deal of seed 7")
+
+
+def test_a_card_from_outside_the_deck_is_named() -> None:
+    rec = fresh("trumps")
+    rec["rounds"][0]["hands"][2][0] = "C1"
+    rejects(rec, r"round 1: the hands and stock are not one deck \(extra: \['C1'\]")
+
+
+def test_a_bid_out_of_range_names_round_and_seat() -> None:
+    rec = fresh("wizard")
+    rec["rounds"][1]["bids"][3] = 3
+    rejects(rec, r"^round 2, seat 3: bid 3: illegal: .*outside 0..2")
+
+
+def test_a_dealer_bid_against_the_hook_rule_is_rejected() -> None:
+    rec = fresh("wizard", 5, players=4, hook_rule=True)
+    for rd in rec["rounds"]:
+        dealer, bids, r = rd["dealer"], rd["bids"], rd["number"]
+        forbidden = r - sum(b for s, b in enumerate(bids) if s != dealer)
+        if 0 <= forbidden <= r:
+            bids[dealer] = forbidden
+            rejects(rec, rf"^round {r}, seat {dealer}: bid {forbidden}: illegal: .*hook")
+            return
+    raise AssertionError("no round where the hook rule forbids a bid")
+
+
+def test_a_wrong_announcement_type_is_rejected() -> None:
+    rec = fresh("trumps", players=2, announce=True)
+    rec["rounds"][0]["bids"][1] = "3"
+    rejects(rec, r"round 1, seat 1: bid '3': not a number")
+    rec["rounds"][0]["bids"] = [1]
+    rejects(rec, r"round 1: bids must list 2 numbers")
+
+
+@pytest.mark.parametrize(("key", "pattern"), [
+    ("points", r"^round 4, seat 2: points"),
+    ("won", r"^round 4, seat 2: won"),
+])
+def test_changed_tallies_name_round_and_seat(key: str, pattern: str) -> None:
+    rec = fresh("wizard")
+    rec["rounds"][3][key][2] += 1
+    rejects(rec, pattern)
+
+
+def test_changed_totals_and_places_are_rejected() -> None:
+    rec = fresh("wizard")
+    rec["totals"][1] += 10
+    rejects(rec, r"^record: totals")
+    rec = fresh("wizard")
+    rec["places"] = [1, 1, 1, 1] if rec["places"] != [1, 1, 1, 1] else [1, 2, 3, 4]
+    rejects(rec, r"^record: places")
+
+
+def test_a_changed_stock_is_rejected() -> None:
+    rec = fresh("wizard")
+    stock = rec["rounds"][0]["stock"]
+    i = next(i for i in range(1, len(stock)) if stock[i] != stock[0])
+    stock[0], stock[i] = stock[i], stock[0]
+    rejects(rec, r"^round 1: stock is not the deal of seed 7")
+
+
+def test_a_changed_trump_card_or_trump_is_rejected() -> None:
+    rec = fresh("trumps")
+    card = rec["rounds"][0]["trump_card"]
+    rec["rounds"][0]["trump_card"] = "W" if card != "W" else "J"
+    rejects(rec, r"^round 1: trump_card should be")
+    rec = fresh("trumps")
+    trump = rec["rounds"][0]["trump"]
+    rec["rounds"][0]["trump"] = "C" if trump != "C" else "D"
+    rejects(rec, r"^round 1: trump '[CD]' should be")
+
+
+def test_changed_draws_are_rejected() -> None:
+    rec = fresh("trumps", players=3)
+    draws = rec["rounds"][0]["draws"]
+    draws[0] = [draws[0][1], draws[0][0], draws[0][2]]
+    rejects(rec, r"^round 1, trick 1: draws should be")
+    rec = fresh("trumps", players=3)
+    rec["rounds"][0]["draws"].pop()
+    rejects(rec, r"round 1, trick 17: draws should be")
+    rec = fresh("trumps", players=3, draw=False)
+    rec["rounds"][0]["draws"] = []
+    rejects(rec, r"round 1: draws should be null")
+
+
+def test_a_changed_leader_is_rejected() -> None:
+    rec = fresh("trumps")
+    trick = rec["rounds"][0]["tricks"][1]
+    trick["leader"] = (trick["leader"] + 1) % 4
+    rejects(rec, r"^round 1, trick 2: leader \d should be seat \d")
+
+
+def test_missing_and_extra_tricks_and_rounds_are_rejected() -> None:
+    rec = fresh("wizard")
+    rec["rounds"][4]["tricks"].pop()
+    rejects(rec, r"^round 5: the round is not finished after 4 tricks")
+    rec = fresh("wizard")
+    rec["rounds"][0]["tricks"].append(rec["rounds"][0]["tricks"][0])
+    rejects(rec, r"^round 1, trick 2: the round has only 1 tricks")
+    rec = fresh("wizard")
+    rec["rounds"].pop()
+    rejects(rec, r"^record: the game is not finished after 14 rounds")
+    rec = fresh("wizard")
+    rec["rounds"].append(rec["rounds"][-1])
+    rejects(rec, r"^round 16: the game has only 15 rounds")
+    rec = fresh("trumps")
+    rec["rounds"][0]["tricks"][0]["cards"].pop()
+    rejects(rec, r"^round 1, trick 1: 3 cards for 4 players")
+
+
+def test_header_errors_are_rejected() -> None:
+    rec = fresh("trumps")
+    rec["format"] = "trick-arena.record/2"
+    rejects(rec, r"format 'trick-arena.record/2' is not 'trick-arena.record/1'")
+    rec = fresh("trumps")
+    rec["game"] = "bridge"
+    rejects(rec, r"unknown game 'bridge'")
+    rec = fresh("trumps")
+    rec["options"]["players"] = 9
+    rejects(rec, r"option players")
+    rec = fresh("trumps")
+    rec["options"]["hook_rule"] = True
+    rejects(rec, r"unknown option 'hook_rule'")
+    rec = fresh("trumps")
+    rec["seats"].pop()
+    rejects(rec, r"3 seats for 4 players")
+    rec = fresh("trumps")
+    rec["seed"] += 1
+    rejects(rec, r"^round 1, seat \d: hand is not the deal of seed 8")
+
+
+# -- missing keys and wrong types ---------------------------------------------------------
+
+TOP_KEYS = ["format", "game", "options", "seed", "seats", "rounds", "totals", "places",
+            "faults"]
+ROUND_KEYS = ["number", "dealer", "hands", "stock", "trump_card", "trump", "bids", "tricks",
+              "draws", "won", "points"]
+
+
+@pytest.mark.parametrize("key", TOP_KEYS)
+def test_a_missing_top_level_key_is_rejected(key: str) -> None:
+    rec = fresh("trumps")
+    del rec[key]
+    rejects(rec, rf"missing key '{key}'|format")
+
+
+@pytest.mark.parametrize("key", ROUND_KEYS)
+def test_a_missing_round_key_is_rejected(key: str) -> None:
+    rec = fresh("trumps", players=3, announce=True)
+    assert rec["rounds"][0][key] is not None
+    del rec["rounds"][0][key]
+    rejects(rec, r"^round 1")
+
+
+@pytest.mark.parametrize("key", ["leader", "cards", "winner"])
+def test_a_missing_trick_key_is_rejected(key: str) -> None:
+    rec = fresh("wizard")
+    del rec["rounds"][2]["tricks"][1][key]
+    rejects(rec, rf"^round 3, trick 2: missing key '{key}'")
+
+
+@pytest.mark.parametrize("value", [None, [], "record", 3, 2.5, True])
+def test_a_record_that_is_not_an_object_is_rejected(value: Any) -> None:
+    rejects(value, r"^record: expected an object")
+
+
+def _set(rec: Record, path: tuple[Any, ...], value: Any) -> None:
+    node: Any = rec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+BAD_TYPES: list[tuple[tuple[Any, ...], Any]] = [
+    (("format",), 1),
+    (("game",), None),
+    (("options",), []),
+    (("options",), {"players": "4"}),
+    (("options",), {"players": 4.0}),
+    (("options",), {"players": True}),
+    (("seed",), "7"),
+    (("seed",), 7.0),
+    (("seed",), True),
+    (("seats",), "abcd"),
+    (("rounds",), {}),
+    (("rounds", 0), []),
+    (("rounds", 0, "number"), "1"),
+    (("rounds", 0, "number"), False),
+    (("rounds", 0, "dealer"), None),
+    (("rounds", 0, "hands"), "C2"),
+    (("rounds", 0, "hands", 0), "C2 C3"),
+    (("rounds", 0, "hands", 0, 0), 18),
+    (("rounds", 0, "hands", 0, 0), None),
+    (("rounds", 0, "hands", 0, 0), ["C2"]),
+    (("rounds", 0, "hands", 0, 0), "X2"),
+    (("rounds", 0, "hands", 0, 0), "C02"),
+    (("rounds", 0, "hands", 0, 0), "c2"),
+    (("rounds", 0, "hands", 0, 0), "C²"),
+    (("rounds", 0, "stock"), None),
+    (("rounds", 0, "stock", 0), 1),
+    (("rounds", 0, "trump_card"), 5),
+    (("rounds", 0, "trump_card"), ["H2"]),
+    (("rounds", 0, "trump_card"), "H²"),
+    (("rounds", 0, "trump"), 2),
+    (("rounds", 0, "bids"), "0000"),
+    (("rounds", 0, "bids", 1), 1.0),
+    (("rounds", 0, "bids", 1), None),
+    (("rounds", 0, "bids", 1), True),
+    (("rounds", 0, "tricks"), None),
+    (("rounds", 0, "tricks", 0), "trick"),
+    (("rounds", 0, "tricks", 0, "leader"), "1"),
+    (("rounds", 0, "tricks", 0, "cards"), "W W W W"),
+    (("rounds", 0, "tricks", 0, "cards", 0), 64),
+    (("rounds", 0, "tricks", 0, "winner"), None),
+    (("rounds", 0, "tricks", 0, "winner"), 1.5),
+    (("rounds", 0, "draws"), []),
+    (("rounds", 0, "won"), None),
+    (("rounds", 0, "won"), "1"),
+    (("rounds", 0, "points"), {}),
+    (("totals",), None),
+    (("places",), "1234"),
+    (("faults",), {}),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), BAD_TYPES,
+                         ids=["/".join(map(str, p)) + "=" + repr(v) for p, v in BAD_TYPES])
+def test_a_value_of_the_wrong_type_is_rejected(path: tuple[Any, ...], value: Any) -> None:
+    rec = fresh("wizard")
+    _set(rec, path, value)
+    rejects(rec, r"^(record|round 1)")
+
+
+# -- any damage at all --------------------------------------------------------------------
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
+    | st.sampled_from(["W", "J", "H7", "S14", "C", "X", "", "trick-arena.record/1"])
+    | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["leader", "cards", "winner", "x"]), inner, max_size=3),
+    max_leaves=8)
+SAMPLES = [("wizard", {"players": 3}), ("trumps", {"players": 3, "announce": True}),
+           ("trumps", {"players": 5, "draw": False, "trump": "H"})]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sample=st.sampled_from(SAMPLES), data=st.data())
+def test_any_damage_gives_record_error_or_a_valid_record(sample: tuple[str, dict[str, Any]],
+                                                         data: st.DataObject) -> None:
+    game, options = sample
+    rec = fresh(game, **options)
+    path = data.draw(st.sampled_from(_paths(rec)), label="path")
+    if data.draw(st.booleans(), label="delete") and isinstance(path[-1], str):
+        node: Any = rec
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+    else:
+        _set(rec, path, data.draw(JSON, label="value"))
+    original = fresh(game, **options)
+    try:
+        verify_record(rec)
+    except RecordError as e:
+        assert str(e).startswith(("record", "round"))
+        return
+    # Accepted: then the change kept the game itself (only free-form parts differ).
+    for key in ("game", "seed", "totals", "places"):
+        assert rec[key] == original[key]
+    assert new_game(game, rec["options"]).options == new_game(game, original["options"]).options
+    assert [[t["cards"] for t in rd["tricks"]] for rd in rec["rounds"]] == [
+        [t["cards"] for t in rd["tricks"]] for rd in original["rounds"]]
+
+
+def test_records_are_deterministic() -> None:
+    a = game_record(_played("wizard", 3), ["x"] * 4)
+    b = game_record(_played("wizard", 3), ["x"] * 4)
+    assert json.dumps(a) == json.dumps(b)
+    assert copy.deepcopy(a) == json.loads(json.dumps(a))
+
+
+def _played(game: str, seed: int) -> Any:
+    g = new_game(game, {}, seed)
+    rng = random.Random(0)
+    while not g.is_over:
+        g.apply(rng.choice(g.legal_actions()))
+    return g
