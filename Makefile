@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed
 BENCH_VENV  := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
+BUF_STAMP := tools/buf/node_modules/.installed
+
 .PHONY: demo test lint bench proto clean
 
 $(STAMP): pyproject.toml
@@ -20,9 +22,19 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-lint: $(STAMP)
+# Buf (the .proto linter) comes from npm; without node the proto lint is skipped.
+$(BUF_STAMP): tools/buf/package-lock.json
+	if command -v npm >/dev/null; then npm ci --prefix tools/buf --no-audit --no-fund && touch $(BUF_STAMP); \
+	else echo "npm not found: Buf lint of proto/ skipped"; fi
+
+lint: $(STAMP) $(BUF_STAMP)
 	$(BIN)/ruff check arena tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/python -m arena._genproto --check
+	if [ -f $(BUF_STAMP) ]; then cd tools/buf && npx --no -- buf lint ../..; fi
+
+proto: $(STAMP)
+	$(BIN)/python -m arena._genproto
 
 # The benchmark compares with OpenSpiel, which is not a runtime dependency: it gets a
 # virtual environment of its own.

@@ -1,0 +1,230 @@
+"""The referee: runs one game between players it does not trust.
+
+It holds the game (the deck and the rules); each player sees only its seat's view and
+answers under a deadline. A late, illegal, malformed or failed answer is a **fault**: it
+is recorded, the referee takes the documented default action instead, and the game goes
+on. After ``max_faults`` faults in one game a seat is forfeited: the defaults play for
+it for the rest of the game and no more calls are made to it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from arena.record import game_record, round_record
+from arena.rules import Decision, Game, IllegalAction, View
+from arena.rules.cards import JESTER, WIZARD, format_card, format_suit
+from arena.wire import GameResult, RoundResult, game_result, round_result
+
+FAULT_KINDS = ("timeout", "illegal", "protocol", "crash")
+GRACE_S = 0.25
+"""How long past a call's deadline the referee waits before abandoning it itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimeControl:
+    """Per-call deadline ``move_ms``, a per-game bank a slow answer draws down, fault limit."""
+
+    move_ms: int = 1000
+    bank_ms: int = 0
+    max_faults: int = 3
+
+
+class Fault(Exception):
+    """Raised by a player when its bot failed to answer properly.
+
+    ``kind`` is one of :data:`FAULT_KINDS`; ``detail`` says what happened, on one line.
+    """
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class Player(Protocol):
+    """One seat's connection to a bot, as the referee uses it."""
+
+    name: str
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        """The bot's action for ``view``; raises :class:`Fault` when it fails."""
+        ...
+
+    async def round_ended(self, result: RoundResult, deadline_ms: int) -> None: ...
+
+    async def game_ended(self, result: GameResult, deadline_ms: int) -> None: ...
+
+
+def default_action(view: View) -> int:
+    """The action the referee takes for a seat that faulted (documented in docs/protocol.md).
+
+    The smallest legal bid; the suit the seat holds most of (ties: the first in C, D, H, S
+    order); the lowest legal card (a Jester below every suited card, a Wizard above; ties
+    in rank by suit order C, D, H, S).
+    """
+    legal = view.legal
+    if view.decision is Decision.BID:
+        return min(legal)
+    if view.decision is Decision.TRUMP:
+        counts = [sum(1 for c in view.hand if c >> 4 == s) for s in range(4)]
+        return max(legal, key=lambda s: (counts[s], -s))
+    return min(legal, key=_card_order)
+
+
+def _card_order(card: int) -> tuple[int, int, int]:
+    if card == JESTER:
+        return (0, 0, 0)
+    if card == WIZARD:
+        return (2, 0, 0)
+    return (1, card & 15, card >> 4)
+
+
+def describe_action(decision: Decision | None, action: Any) -> str:
+    """An action for people and fault records: ``bid 2``, ``trump H``, ``play H7``."""
+    try:
+        if decision is Decision.BID:
+            return f"bid {int(action)}"
+        if decision is Decision.TRUMP:
+            return f"trump {format_suit(int(action))}"
+        return f"play {format_card(int(action))}"
+    except (TypeError, ValueError, IndexError):
+        return repr(action)
+
+
+@dataclass(slots=True)
+class GameReport:
+    """A finished game: its record, and each seat's answer latencies in milliseconds."""
+
+    record: dict[str, Any]
+    latencies_ms: list[list[float]] = field(default_factory=list)
+
+    @property
+    def faults(self) -> list[dict[str, Any]]:
+        return self.record["faults"]  # type: ignore[no-any-return]
+
+
+async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = TimeControl(),
+                    game_id: str = "", table_id: str = "",
+                    on_round: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
+                    ) -> GameReport:
+    """Play ``game`` to the end between ``players`` (by seat) and return its report.
+
+    ``on_round`` is called with each finished round's record. No bot behaviour can make
+    this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most.
+    """
+    n = game.players
+    if len(players) != n:
+        raise ValueError(f"{len(players)} players for {n} seats")
+    faults: list[dict[str, Any]] = []
+    fault_counts = [0] * n
+    forfeit_reasons = [""] * n
+    bank = [clock.bank_ms] * n
+    latencies: list[list[float]] = [[] for _ in range(n)]
+    rounds_done = 0
+
+    def fault(seat: int, view: View, kind: str, detail: str, action: int | None) -> None:
+        fault_counts[seat] += 1
+        entry: dict[str, Any] = {
+            "seat": seat, "round": view.round,
+            "trick": len(view.tricks) + 1 if view.decision is Decision.PLAY else None,
+            "kind": kind, "detail": detail,
+            "action": "none" if action is None else describe_action(view.decision, action),
+        }
+        faults.append(entry)
+        if fault_counts[seat] >= clock.max_faults and not forfeit_reasons[seat]:
+            forfeit_reasons[seat] = (f"{fault_counts[seat]} faults (the limit is "
+                                     f"{clock.max_faults}); the last: {kind}: {detail}")
+            entry["forfeited"] = True
+
+    while not game.is_over:
+        seat: int = game.to_move  # type: ignore[assignment]
+        view = game.view(seat)
+        if forfeit_reasons[seat]:
+            game.apply(default_action(view))
+        else:
+            game.apply(await _ask(players[seat], view, game, clock, bank, latencies[seat],
+                                  game_id, table_id, fault))
+        finished = len(game.log) - (0 if game.is_over else 1)
+        while rounds_done < finished:
+            entry = game.log[rounds_done]
+            rounds_done += 1
+            await _notify_round(players, entry.number, game, forfeit_reasons, clock,
+                                game_id, table_id)
+            if on_round is not None:
+                result = on_round(round_record(entry))
+                if result is not None:
+                    await result
+    async with trio.open_nursery() as nursery:
+        for seat, player in enumerate(players):
+            reason = forfeit_reasons[seat]
+            nursery.start_soon(_quietly, player.game_ended(game_result(
+                game, seat, game_id, table_id, forfeited=bool(reason), forfeit_reason=reason),
+                clock.move_ms))
+    record = game_record(game, [p.name for p in players], faults,
+                         forfeited=[bool(r) for r in forfeit_reasons],
+                         game_id=game_id, table_id=table_id)
+    return GameReport(record, latencies)
+
+
+async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank: list[int],
+               latencies: list[float], game_id: str, table_id: str,
+               fault: Callable[[int, View, str, str, int | None], None]) -> int:
+    seat = view.seat
+    deadline_ms = clock.move_ms + bank[seat]
+    started = time.perf_counter()
+    detail = ""
+    kind = ""
+    action: Any = None
+    with trio.move_on_after(deadline_ms / 1000 + GRACE_S) as scope:
+        try:
+            action = await player.decide(view, game_id, table_id, deadline_ms, bank[seat])
+        except Fault as f:
+            kind, detail = f.kind, f.detail
+        except Exception as e:  # a broken in-process bot must not stop the game
+            kind, detail = "crash", f"{type(e).__name__}: {e}"[:300]
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    latencies.append(elapsed_ms)
+    if elapsed_ms > clock.move_ms:
+        bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - clock.move_ms))
+    if scope.cancelled_caught:
+        kind, detail = "timeout", f"no answer within {deadline_ms} ms"
+    if not kind and action not in view.legal:
+        kind = "illegal"
+        try:
+            game.check(action)
+            detail = f"{describe_action(view.decision, action)} is not allowed"
+        except IllegalAction as e:
+            detail = f"{describe_action(view.decision, action)}: {e}"
+    if kind:
+        replacement = default_action(view)
+        fault(seat, view, kind, detail, replacement)
+        return replacement
+    return int(action)
+
+
+async def _notify_round(players: Sequence[Player], number: int, game: Game,
+                        forfeit_reasons: list[str], clock: TimeControl,
+                        game_id: str, table_id: str) -> None:
+    async with trio.open_nursery() as nursery:
+        for seat, player in enumerate(players):
+            if not forfeit_reasons[seat]:
+                result = round_result(game, number, seat, game_id, table_id)
+                nursery.start_soon(_quietly, player.round_ended(result, clock.move_ms))
+
+
+async def _quietly(notification: Awaitable[None]) -> None:
+    """Deliver a notification; a bot that fails one has nothing to lose but the news."""
+    with trio.move_on_after(5):
+        try:
+            await notification
+        except Exception:
+            pass
+

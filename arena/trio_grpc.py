@@ -1,0 +1,52 @@
+"""Calling grpcio's synchronous stubs from trio without a thread per call.
+
+grpcio has no trio API. :func:`unary_call` starts the call with the stub's ``.future``,
+and the future's done-callback (which runs on grpcio's channel thread) wakes the trio
+task through the run's token. A trio cancellation cancels the call, so the bot sees
+CANCELLED at once. Every call has a deadline. See ../shared/GRPC-NOTES.md for the
+measurements behind this choice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import trio
+
+
+async def unary_call(method: Any, request: Any, timeout: float) -> Any:
+    """Call the unary ``method`` (a stub attribute) with ``request`` and a deadline in seconds.
+
+    Returns the response; raises :class:`grpc.RpcError` as the blocking call would.
+    """
+    token = trio.lowlevel.current_trio_token()
+    event = trio.Event()
+
+    def done(_future: Any) -> None:
+        try:
+            token.run_sync_soon(event.set)
+        except trio.RunFinishedError:  # the trio run ended before the call did
+            pass
+
+    future = method.future(request, timeout=timeout)
+    future.add_done_callback(done)
+    try:
+        await event.wait()
+    except BaseException:
+        future.cancel()
+        raise
+    return future.result()
+
+
+def rpc_code(error: grpc.RpcError) -> grpc.StatusCode | None:
+    """The status code of a failed call, or None when it has none."""
+    code = getattr(error, "code", None)
+    return code() if callable(code) else None
+
+
+def rpc_details(error: grpc.RpcError) -> str:
+    """The status details of a failed call, on one line."""
+    details = getattr(error, "details", None)
+    text = details() if callable(details) else str(error)
+    return " ".join(str(text or "").split())[:300]
