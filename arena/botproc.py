@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -96,6 +97,15 @@ class BotSpec:
         return self.value if self.kind == "grpc" else f"unix:{self.value}"
 
 
+def command_args(command: str) -> list[str]:
+    """The argument list of a ``cmd:`` command; a leading ``python``/``python3`` means the
+    arena's own interpreter, so Python bots see the same installed packages."""
+    args = shlex.split(command)
+    if args and args[0] in ("python", "python3"):
+        args[0] = sys.executable
+    return args
+
+
 def new_channel(target: str) -> grpc.Channel:
     """A channel to a bot with the referee's limits (message size, no retries)."""
     return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
@@ -167,7 +177,8 @@ class BotProcess:
         self._dir = tempfile.mkdtemp(prefix="arena-bot-")
         socket_path = os.path.join(self._dir, "bot.sock")
         self.target = f"unix:{socket_path}"
-        env = dict(os.environ, ARENA_BOT_LISTEN=self.target, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, ARENA_BOT_LISTEN=self.target, ARENA_PARENT_PID=str(os.getpid()),
+                   PYTHONUNBUFFERED="1")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         mode = "ab" if self.starts else "wb"
         with open(self.log_path, mode) as log:
@@ -175,7 +186,7 @@ class BotProcess:
                 log.write(f"\n--- restart {self.starts} ---\n".encode())
         try:
             self._proc = subprocess.Popen(
-                shlex.split(self.command), env=env, cwd=self.cwd,
+                command_args(self.command), env=env, cwd=self.cwd,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True)
         except OSError as e:

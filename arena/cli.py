@@ -6,14 +6,20 @@ import argparse
 import json
 import secrets
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import trio
+
 from arena import __version__
-from arena.bots import BUILTIN_BOTS, UnknownBot, make_bot
-from arena.record import RecordError, game_record, round_record, verify_record
-from arena.rules import GAMES, OptionError, game_class, new_game, option_specs
+from arena.botproc import BotSpec, BotSpecError
+from arena.bots import BUILTIN_BOTS
+from arena.players import HandshakeError, SeatSpec, seated_players
+from arena.record import RecordError, game_record, verify_record
+from arena.referee import GameReport, TimeControl, play_game
+from arena.rules import GAMES, Game, OptionError, game_class, new_game, option_specs
 from arena.rules.options import parse_option_texts
 
 
@@ -37,11 +43,19 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                       help="a game option, e.g. hook_rule=true, trump=H (repeatable)")
     play.add_argument("--seed", type=int, help="the deal seed (default: random, printed)")
-    play.add_argument("--bots", help="comma-separated bot per seat "
-                      f"(built-in: {', '.join(BUILTIN_BOTS)}; default: heuristic and random "
-                      "alternating)")
+    play.add_argument("--bots", help="comma-separated bot spec per seat: "
+                      f"{', '.join(BUILTIN_BOTS)}, cmd:COMMAND, grpc://HOST:PORT or unix:PATH "
+                      "(default: heuristic and random alternating)")
     play.add_argument("--record", type=Path, metavar="FILE", help="write the game record here")
     play.add_argument("--quiet", action="store_true", help="print only the final standings")
+    play.add_argument("--move-ms", type=int, default=1000, metavar="MS",
+                      help="time per decision in milliseconds (default 1000)")
+    play.add_argument("--bank-ms", type=int, default=0, metavar="MS",
+                      help="a per-game time bank that slow answers draw down (default 0)")
+    play.add_argument("--max-faults", type=int, default=3, metavar="N",
+                      help="faults in one game before a bot is forfeited (default 3)")
+    play.add_argument("--log-dir", type=Path, metavar="DIR",
+                      help="where bot processes' stderr goes (default: a temporary folder)")
 
     verify = sub.add_parser("verify", help="re-check game records with the rules engine")
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
@@ -60,6 +74,19 @@ def _game_options(game: str, players: int | None, pairs: list[str]) -> dict[str,
     return given
 
 
+def split_bots(text: str) -> list[str]:
+    """Split ``--bots`` at commas, keeping commas inside a ``cmd:`` command line."""
+    out: list[str] = []
+    for part in text.split(","):
+        known = part.strip() in BUILTIN_BOTS or part.strip().startswith(
+            ("cmd:", "grpc://", "unix:"))
+        if out and not known and out[-1].startswith("cmd:"):
+            out[-1] += "," + part
+        else:
+            out.append(part.strip())
+    return out
+
+
 def cmd_play(args: argparse.Namespace) -> int:
     try:
         options = _game_options(args.game, args.players, args.option)
@@ -68,39 +95,56 @@ def cmd_play(args: argparse.Namespace) -> int:
     except OptionError as e:
         raise UsageError(f"arena play: {e}") from None
     n = game.players
-    names = (args.bots.split(",") if args.bots
+    names = (split_bots(args.bots) if args.bots
              else ["heuristic" if s % 2 == 0 else "random" for s in range(n)])
     if len(names) != n:
         raise UsageError(f"arena play: {len(names)} bots for {n} players; "
                          f"give --bots with exactly {n} names")
     try:
-        bots = [make_bot(name.strip(), f"{seed}/{seat}") for seat, name in enumerate(names)]
-    except UnknownBot as e:
+        specs = [BotSpec.parse(name) for name in names]
+    except BotSpecError as e:
         raise UsageError(f"arena play: {e}") from None
-    seats = [b.name for b in bots]
-
-    from arena.render import GamePrinter
-
-    printer = GamePrinter(game_record(game, seats))
-    if not args.quiet:
-        printer.header()
-    shown = 0
-    while not game.is_over:
-        seat = game.to_move
-        assert seat is not None
-        game.apply(bots[seat].act(game.view(seat)))
-        finished = len(game.log) - (0 if game.is_over else 1)
-        while shown < finished:
-            if not args.quiet:
-                printer.round(round_record(game.log[shown]), game.rounds)
-            shown += 1
-    record = game_record(game, seats)
-    printer.record = record
-    printer.final()
+    # a remote bot's seat takes the name it gives in the hand-shake
+    seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat}", spec)
+             for seat, spec in enumerate(specs)]
+    for flag in ("move_ms", "bank_ms", "max_faults"):
+        if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
+            raise UsageError(f"arena play: --{flag.replace('_', '-')} must be positive")
+    clock = TimeControl(args.move_ms, args.bank_ms, args.max_faults)
+    log_dir = args.log_dir or Path(tempfile.gettempdir()) / "trick-arena" / f"play-{seed}"
+    try:
+        report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet)
+    except HandshakeError as e:
+        print(f"arena play: {e}", file=sys.stderr)
+        return 1
+    record = report.record
     if args.record:
         _write_json(args.record, record)
-        printer.console.print(f"record written to {args.record}")
+        print(f"record written to {args.record}")
     return 0
+
+
+async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
+                seed: int, quiet: bool) -> GameReport:
+    from arena.render import GamePrinter
+
+    async with seated_players(seats, game.name, log_dir, seed) as players:
+        printer = GamePrinter(game_record(game, [p.name for p in players]))
+        if not quiet:
+            printer.header()
+
+        def show(rnd: dict[str, Any]) -> None:
+            if not quiet:
+                printer.round(rnd, game.rounds)
+
+        report = await play_game(game, players, clock, game_id=f"play-{seed}",
+                                 table_id="play", on_round=show)
+    printer.record = report.record
+    printer.final()
+    logs = sorted(p for p in log_dir.glob("*.log") if p.stat().st_size) if log_dir.exists() else []
+    if report.faults and logs:
+        printer.console.print(f"bot logs: {log_dir}")
+    return report
 
 
 def _write_json(path: Path, data: Any) -> None:

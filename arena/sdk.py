@@ -1,0 +1,205 @@
+"""Write a trick-arena bot in Python: subclass :class:`Bot`, call :func:`serve`.
+
+::
+
+    from arena.sdk import Bot, serve
+
+    class Cautious(Bot):
+        name = "cautious"
+
+        def bid(self, view):
+            return min(view.legal)
+
+        def play(self, view):
+            return min(view.legal)
+
+    if __name__ == "__main__":
+        serve(Cautious())
+
+Every method gets a :class:`~arena.rules.View` (domain types, no protobuf): the seat's
+hand, the public history and ``view.legal``, the actions allowed. Cards are ints (see
+``arena.rules.cards``: ``card_symbol``, ``suit_of``, ``rank_of``). The arena starts the
+bot with ``ARENA_BOT_LISTEN`` set; by hand, pass ``--listen 127.0.0.1:50051``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent import futures
+from typing import Any, ClassVar
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from arena.rules import Decision, View
+from arena.rules.cards import Card, Suit
+from arena.v1 import bot_pb2, bot_pb2_grpc
+from arena.wire import (
+    PROTOCOL_VERSION,
+    BotInfo,
+    GameResult,
+    RoundResult,
+    WireError,
+    action_to_response,
+    game_result_from_request,
+    hello_response,
+    round_result_from_request,
+    view_from_request,
+)
+
+__all__ = ["Bot", "GameResult", "RoundResult", "View", "serve"]
+
+log = logging.getLogger("arena.sdk")
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+
+
+class Bot:
+    """A bot. Override :meth:`bid` and :meth:`play`; the rest is optional.
+
+    Calls for different games may come concurrently when ``serve(workers=...)`` is above
+    1: keep any state keyed by ``view``'s game id (see :meth:`on_request`).
+    """
+
+    name: ClassVar[str] = "python-bot"
+    version: ClassVar[str] = "0.1"
+    author: ClassVar[str] = ""
+    games: ClassVar[Sequence[str]] = ("wizard", "trumps")
+
+    def bid(self, view: View) -> int:
+        """How many tricks to bid (Wizard) or announce (Trumps): one of ``view.legal``."""
+        raise NotImplementedError
+
+    def play(self, view: View) -> Card:
+        """The card to play: one of ``view.legal``."""
+        raise NotImplementedError
+
+    def choose_trump(self, view: View) -> Suit:
+        """Wizard, dealer, a Wizard turned: the trump suit. Default: the suit held most."""
+        counts = [sum(1 for c in view.hand if c >> 4 == s) for s in range(4)]
+        return max(view.legal, key=lambda s: counts[s])
+
+    def round_ended(self, result: RoundResult) -> None:
+        """Every seat's bids, tricks and points, and the round's tricks (optional)."""
+
+    def game_ended(self, result: GameResult) -> None:
+        """Totals and places (optional)."""
+
+
+class _Servicer(bot_pb2_grpc.BotServiceServicer):
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+
+    def Hello(self, request: bot_pb2.HelloRequest, context: Any) -> bot_pb2.HelloResponse:
+        bot = self.bot
+        log.info("hello from referee %s (protocol %d)", request.referee_version,
+                 request.protocol_version)
+        return hello_response(BotInfo(bot.name, bot.version, bot.author,
+                                      min(PROTOCOL_VERSION, request.protocol_version or 1),
+                                      tuple(bot.games)))
+
+    def _decide(self, request: Any, context: Any, decision: Decision) -> Any:
+        try:
+            view = view_from_request(request)
+        except WireError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad request: {e}")
+        if decision is Decision.BID:
+            action = self.bot.bid(view)
+        elif decision is Decision.PLAY:
+            action = self.bot.play(view)
+        else:
+            action = self.bot.choose_trump(view)
+        return action_to_response(decision, action)
+
+    def Bid(self, request: bot_pb2.BidRequest, context: Any) -> bot_pb2.BidResponse:
+        return self._decide(request, context, Decision.BID)  # type: ignore[no-any-return]
+
+    def ChooseTrump(self, request: bot_pb2.ChooseTrumpRequest,
+                    context: Any) -> bot_pb2.ChooseTrumpResponse:
+        return self._decide(request, context, Decision.TRUMP)  # type: ignore[no-any-return]
+
+    def Play(self, request: bot_pb2.PlayRequest, context: Any) -> bot_pb2.PlayResponse:
+        return self._decide(request, context, Decision.PLAY)  # type: ignore[no-any-return]
+
+    def RoundEnded(self, request: bot_pb2.RoundEndedRequest,
+                   context: Any) -> bot_pb2.RoundEndedResponse:
+        self.bot.round_ended(round_result_from_request(request))
+        return bot_pb2.RoundEndedResponse()
+
+    def GameEnded(self, request: bot_pb2.GameEndedRequest,
+                  context: Any) -> bot_pb2.GameEndedResponse:
+        self.bot.game_ended(game_result_from_request(request))
+        return bot_pb2.GameEndedResponse()
+
+
+def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None:
+    """Serve ``bot`` until SIGTERM or SIGINT; the listen address comes from ``--listen``
+    or ``ARENA_BOT_LISTEN`` (``unix:PATH`` or ``HOST:PORT``; port 0 picks a free one).
+    """
+    parser = argparse.ArgumentParser(prog=bot.name, description=f"trick-arena bot {bot.name}")
+    parser.add_argument("--listen", default=os.environ.get("ARENA_BOT_LISTEN"),
+                        help="unix:PATH or HOST:PORT (default: $ARENA_BOT_LISTEN)")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
+                        format=f"%(asctime)s {bot.name} %(levelname)s %(message)s")
+    if not args.listen:
+        print(f"{bot.name}: no listen address: set ARENA_BOT_LISTEN or pass --listen",
+              file=sys.stderr)
+        sys.exit(2)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers),
+        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+    bot_pb2_grpc.add_BotServiceServicer_to_server(_Servicer(bot), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    service_names = (bot_pb2.DESCRIPTOR.services_by_name["BotService"].full_name,
+                     health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(service_names, server)
+    try:
+        port = server.add_insecure_port(args.listen)
+    except RuntimeError as e:
+        print(f"{bot.name}: cannot listen on {args.listen}: {e}", file=sys.stderr)
+        sys.exit(2)
+    server.start()
+    for service in ("", service_names[0]):
+        health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+    where = args.listen if args.listen.startswith("unix:") else f"port {port}"
+    log.info("serving on %s", where)
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    _watch_parent(stop)
+    stop.wait()
+    log.info("stopping")
+    health_servicer.enter_graceful_shutdown()
+    server.stop(grace=0.5).wait()
+
+
+def _watch_parent(stop: threading.Event) -> None:
+    """Stop when the arena that started this bot is gone (even after a kill -9)."""
+    text = os.environ.get("ARENA_PARENT_PID", "")
+    if not text.isdigit():
+        return
+    parent = int(text)
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                log.info("the arena (pid %d) is gone", parent)
+                stop.set()
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
