@@ -57,6 +57,26 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--log-dir", type=Path, metavar="DIR",
                       help="where bot processes' stderr goes (default: a temporary folder)")
 
+    tour = sub.add_parser("tournament", help="run (or resume) a tournament from a file")
+    tour.add_argument("file", type=Path, metavar="FILE", help="a tournament file (TOML)")
+    tour.add_argument("--out", type=Path, metavar="DIR",
+                      help="the output folder (default: the file's 'output')")
+    tour.add_argument("--fresh", action="store_true",
+                      help="start afresh, deleting the stored games of an earlier run")
+    tour.add_argument("--resamples", type=int, default=1000, metavar="N",
+                      help="bootstrap resamples for the rating intervals (default 1000)")
+
+    board = sub.add_parser("leaderboard", help="print a tournament's leaderboard")
+    board.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+    board.add_argument("--format", choices=("table", "md", "csv", "json"), default="table")
+    board.add_argument("--resamples", type=int, default=1000, metavar="N",
+                       help="bootstrap resamples for the rating intervals (default 1000)")
+
+    export = sub.add_parser("export", help="write every finished game's record as JSON lines")
+    export.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+    export.add_argument("--out", type=Path, metavar="FILE",
+                        help="where to write (default: DIR/games.jsonl)")
+
     verify = sub.add_parser("verify", help="re-check game records with the rules engine")
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="a record (JSON) or records (JSON lines)")
@@ -192,7 +212,45 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"play": cmd_play, "verify": cmd_verify}
+def _open_store(folder: Path) -> Any:
+    from arena.tournament.store import Store, StoreError
+
+    if not Store.exists(folder):
+        raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
+    try:
+        return Store.open(folder)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    from arena.tournament.command import run_command
+
+    return run_command(args)
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from arena.tournament.command import leaderboard_command
+
+    with _open_store(args.folder) as store:
+        return leaderboard_command(store, args.folder, args.format, args.resamples)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arena.tournament.runner import export_records
+
+    out = args.out or args.folder / "games.jsonl"
+    with _open_store(args.folder) as store:
+        try:
+            count = export_records(store, out)
+        except OSError as e:
+            raise UsageError(f"cannot write {out}: {e.strerror}") from None
+    print(f"{count} records written to {out}")
+    return 0
+
+
+COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
+            "leaderboard": cmd_leaderboard, "export": cmd_export}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

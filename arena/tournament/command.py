@@ -1,0 +1,133 @@
+"""``arena tournament`` and ``arena leaderboard``: the terminal side of a tournament."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import trio
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from arena.leaderboard import (
+    build_leaderboard,
+    print_table,
+    render_csv,
+    render_json,
+    render_markdown,
+    write_leaderboard,
+)
+from arena.tournament.config import ConfigError, load_config
+from arena.tournament.runner import TournamentError, prepare, run
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store, StoreError
+
+
+def run_command(args: argparse.Namespace) -> int:
+    err = Console(stderr=True, highlight=False)
+    out = Console(highlight=False)
+    try:
+        config = load_config(args.file, args.out)
+    except ConfigError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    for name, reason in config.skipped:
+        err.print(f"note: bot {name} left out: {reason}")
+    if args.fresh and Store.exists(config.output):
+        for suffix in ("", "-wal", "-shm"):
+            path = config.output / f"tournament.sqlite{suffix}"
+            if path.exists():
+                path.unlink()
+        shutil.rmtree(config.output / "logs", ignore_errors=True)
+    try:
+        store = Store.open(config.output)
+    except StoreError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    with store:
+        try:
+            seed, commitment = prepare(config, store, fresh=args.fresh)
+        except TournamentError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        out.print(f"[bold]{config.name}[/]: {config.game}, {config.seats} seats, "
+                  f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
+        out.print(f"seed commitment (SHA-256 of the seed): {commitment}")
+        progress = Progress(
+            TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+            TimeRemainingColumn(), TextColumn("faults {task.fields[faults]}"),
+            console=err, disable=not err.is_terminal, transient=False)
+        task: list[TaskID] = []
+        state = {"faults": store.count_faults(), "last": 0}
+
+        def started(total: int, done: int) -> None:
+            if done:
+                out.print(f"resuming: {done} of {total} games already played")
+            task.append(progress.add_task("games", total=total, completed=done,
+                                          faults=state["faults"], rate=""))
+            progress.start()
+
+        def finished(game: ScheduledGame, faults: int) -> None:
+            state["faults"] += faults
+            t = task[0]
+            progress.update(t, advance=1, faults=state["faults"])
+            info = progress.tasks[t]
+            speed = info.speed
+            if speed:
+                progress.update(t, rate=f"{speed:.2f}/s")
+            if not err.is_terminal and info.total:
+                tenth = int(10 * info.completed / info.total)
+                if tenth > state["last"]:
+                    state["last"] = tenth
+                    err.print(f"games {int(info.completed)}/{int(info.total)}, "
+                              f"faults {state['faults']}")
+
+        try:
+            summary = trio.run(run, config, store, seed, started, finished)
+        except TournamentError as e:
+            progress.stop()
+            print(str(e), file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            progress.stop()
+            summary = None
+        progress.stop()
+        if summary is None or summary.interrupted:
+            done = store.count_done()
+            err.print(f"stopped: {done} games kept, games in flight discarded, every bot "
+                      f"ended; resume with: arena tournament {config.path}"
+                      + (f" --out {config.output}" if args.out else ""))
+            return 130
+        out.print(f"played {summary.played} games in {summary.seconds:.1f} s "
+                  f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "
+                  f"{summary.faults} faults; {summary.done_before + summary.played} of "
+                  f"{summary.total} games done")
+        return leaderboard_command(store, config.output, "table", args.resamples)
+
+
+def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:
+    board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
+                              resamples=resamples)
+    written = write_leaderboard(folder, board)
+    if fmt == "table":
+        console = Console(highlight=False)
+        print_table(board, console)
+        console.print("written: " + ", ".join(str(p) for p in written))
+    elif fmt == "md":
+        sys.stdout.write(render_markdown(board))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(board))
+    else:
+        sys.stdout.write(render_json(board))
+    return 0

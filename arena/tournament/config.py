@@ -1,0 +1,213 @@
+"""Tournament files (TOML): reading and checking them, with one-line errors.
+
+Every mistake is reported as ``FILE: KEY: what is wrong; what is expected`` before any
+game starts. The format is documented in ``docs/tournaments.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arena.botproc import BotSpec, BotSpecError, command_args
+from arena.rules import GAMES, OptionError, option_specs
+from arena.rules.options import resolve_options
+from arena.tournament.schedule import FORMATS
+
+
+class ConfigError(ValueError):
+    """A mistake in a tournament file; the message is one line naming the file and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotEntry:
+    name: str
+    spec: BotSpec
+    requires: str | None = None
+    """A program that must be on PATH for this bot to take part (else it is left out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentConfig:
+    path: Path
+    text: str
+    name: str
+    game: str
+    seats: int
+    options: dict[str, Any]
+    """Every game option in force (``players`` = ``seats``)."""
+    bots: tuple[BotEntry, ...]
+    skipped: tuple[tuple[str, str], ...]
+    """Bots left out on this machine: (name, reason)."""
+    move_ms: int = 1000
+    bank_ms: int = 0
+    max_faults: int = 3
+    startup_ms: int = 10000
+    format: str = "round-robin"
+    deals: int = 1
+    candidates: tuple[str, ...] = ()
+    seed: int | None = None
+    concurrency: int = 4
+    output: Path = field(default_factory=lambda: Path("out"))
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the file as run: a changed file is refused on resume."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def field_names(self) -> list[str]:
+        return [b.name for b in self.bots]
+
+
+_TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
+        "schedule", "bots"}
+_TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
+_SCHEDULE = {"format", "deals", "candidates"}
+_BOT = {"name", "spec", "requires"}
+
+
+def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
+    """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
+    where = str(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: not valid TOML: {e}") from None
+    _known(where, "", data, _TOP)
+    name = _str(where, "name", data.get("name"))
+    game = _str(where, "game", data.get("game"))
+    if game not in GAMES:
+        raise ConfigError(f"{where}: game: {game!r} is not a game; expected one of "
+                          f"{', '.join(GAMES)}")
+    specs = option_specs(game)
+    players = specs["players"]
+    seats = _int(where, "seats", data.get("seats", players.default), players.low, players.high)
+    raw_options = _table(where, "options", data.get("options", {}))
+    if "players" in raw_options:
+        raise ConfigError(f"{where}: options.players: set the number of players with "
+                          f"'seats' instead")
+    for key, value in raw_options.items():
+        try:
+            resolve_options(game, specs, {key: value})
+        except OptionError as e:
+            raise ConfigError(f"{where}: options.{key}: {e}") from None
+    options = resolve_options(game, specs, {**raw_options, "players": seats})
+    time_table = _table(where, "time", data.get("time", {}))
+    _known(where, "time", time_table, _TIME)
+    sched = _table(where, "schedule", data.get("schedule", {}))
+    _known(where, "schedule", sched, _SCHEDULE)
+    fmt = _str(where, "schedule.format", sched.get("format", "round-robin"))
+    if fmt not in FORMATS:
+        raise ConfigError(f"{where}: schedule.format: {fmt!r}; expected one of "
+                          f"{', '.join(FORMATS)}")
+    bots, skipped = _bots(where, data.get("bots"))
+    names = [b.name for b in bots]
+    if len(bots) < seats:
+        note = f" ({len(skipped)} left out: {', '.join(n for n, _ in skipped)})" if skipped else ""
+        raise ConfigError(f"{where}: bots: {len(bots)} bots for {seats} seats{note}; "
+                          f"a table needs {seats} distinct bots")
+    candidates_raw = sched.get("candidates", [])
+    if not isinstance(candidates_raw, list) or not all(isinstance(c, str)
+                                                        for c in candidates_raw):
+        raise ConfigError(f"{where}: schedule.candidates: expected a list of bot names")
+    for c in candidates_raw:
+        if c not in names:
+            raise ConfigError(f"{where}: schedule.candidates: {c!r} is not a bot; "
+                              f"expected one of {', '.join(names)}")
+    if fmt == "gauntlet":
+        if not candidates_raw:
+            raise ConfigError(f"{where}: schedule.candidates: a gauntlet needs at least "
+                              f"one candidate")
+        if len(bots) - len(candidates_raw) < seats - 1:
+            raise ConfigError(f"{where}: bots: a gauntlet needs at least {seats - 1} bots "
+                              f"besides the candidates")
+    elif candidates_raw:
+        raise ConfigError(f"{where}: schedule.candidates: only a gauntlet has candidates")
+    seed_raw = data.get("seed")
+    seed = None if seed_raw is None else _int(where, "seed", seed_raw, 0, 2**256)
+    out = output or Path(_str(where, "output", data.get("output", f"out/{name}")))
+    return TournamentConfig(
+        path=path, text=text, name=name, game=game, seats=seats, options=options,
+        bots=tuple(bots), skipped=tuple(skipped),
+        move_ms=_int(where, "time.move_ms", time_table.get("move_ms", 1000), 1, 3_600_000),
+        bank_ms=_int(where, "time.bank_ms", time_table.get("bank_ms", 0), 0, 86_400_000),
+        max_faults=_int(where, "time.max_faults", time_table.get("max_faults", 3), 1, 10**6),
+        startup_ms=_int(where, "time.startup_ms", time_table.get("startup_ms", 10000), 1,
+                        600_000),
+        format=fmt, deals=_int(where, "schedule.deals", sched.get("deals", 1), 1, 10**6),
+        candidates=tuple(candidates_raw), seed=seed,
+        concurrency=_int(where, "concurrency", data.get("concurrency", 4), 1, 256),
+        output=out)
+
+
+def _bots(where: str, raw: Any) -> tuple[list[BotEntry], list[tuple[str, str]]]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
+                          f"name and spec")
+    bots: list[BotEntry] = []
+    skipped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(raw):
+        key = f"bots[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: {key}: expected a table with name and spec")
+        _known(where, key, entry, _BOT)
+        name = _str(where, f"{key}.name", entry.get("name"))
+        if name in seen:
+            raise ConfigError(f"{where}: {key}.name: {name!r} is used twice; bot names "
+                              f"must be unique")
+        seen.add(name)
+        try:
+            spec = BotSpec.parse(_str(where, f"{key}.spec", entry.get("spec")))
+        except BotSpecError as e:
+            raise ConfigError(f"{where}: {key}.spec: {e}") from None
+        requires = entry.get("requires")
+        if requires is not None:
+            requires = _str(where, f"{key}.requires", requires)
+            if shutil.which(requires) is None:
+                skipped.append((name, f"{requires} is not installed"))
+                continue
+        if spec.kind == "cmd":
+            program = command_args(spec.value)[0]
+            if shutil.which(program) is None and not Path(program).exists():
+                raise ConfigError(f"{where}: {key}.spec: bot {name}: cannot start: "
+                                  f"{program!r} not found")
+        bots.append(BotEntry(name, spec, requires))
+    return bots, skipped
+
+
+def _known(where: str, table: str, data: dict[str, Any], allowed: set[str]) -> None:
+    for key in data:
+        if key not in allowed:
+            place = f"[{table}]" if table else "the top level"
+            raise ConfigError(f"{where}: {table + '.' if table else ''}{key}: unknown key in "
+                              f"{place}; expected one of {', '.join(sorted(allowed))}")
+
+
+def _table(where: str, key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key}: expected a table ([{key}])")
+    return value
+
+
+def _str(where: str, key: str, value: Any) -> str:
+    if value is None:
+        raise ConfigError(f"{where}: {key}: missing; expected a string")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"{where}: {key}: expected an integer {low}..{high}, got {value!r}")
+    return value

@@ -1,0 +1,191 @@
+"""Running a tournament: bots started once and shared, games run concurrently with trio,
+every finished game stored at once, and a clean stop on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from arena import __version__
+from arena.bots import make_bot
+from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
+from arena.referee import Player, TimeControl, play_game
+from arena.rules import new_game
+from arena.tournament.config import TournamentConfig
+from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
+from arena.tournament.store import Store
+
+
+class TournamentError(RuntimeError):
+    """The tournament cannot run (a bot fails its hand-shake, the file changed, ...)."""
+
+
+@dataclass(slots=True)
+class RunSummary:
+    total: int
+    done_before: int
+    played: int
+    faults: int
+    interrupted: bool
+    seconds: float
+
+
+def prepare(config: TournamentConfig, store: Store, fresh: bool = False) -> tuple[int, str]:
+    """Check the store against the file and record the tournament; returns (seed, commitment).
+
+    A store made from a different file is refused unless ``fresh``; a new tournament with
+    no seed in its file draws a random 128-bit seed.
+    """
+    meta = store.meta()
+    if "tournament_hash" in meta and meta["tournament_hash"] != config.digest:
+        raise TournamentError(
+            f"{config.path} has changed since the tournament in {config.output} was started "
+            f"(file sha256 {config.digest[:12]}, stored {meta['tournament_hash'][:12]}); "
+            f"restore the file, or run again with --fresh to start afresh")
+    if "seed" in meta:
+        seed = int(meta["seed"])
+    else:
+        seed = config.seed if config.seed is not None else secrets.randbits(128)
+    commitment = seed_commitment(seed)
+    store.set_meta({
+        "name": config.name, "game": config.game, "options": json.dumps(config.options),
+        "seats": str(config.seats), "format": config.format, "deals": str(config.deals),
+        "candidates": json.dumps(list(config.candidates)), "seed": str(seed),
+        "seed_commitment": commitment, "move_ms": str(config.move_ms),
+        "bank_ms": str(config.bank_ms), "max_faults": str(config.max_faults),
+        "tournament_file": config.text, "tournament_path": str(config.path),
+        "tournament_hash": config.digest, "arena_version": __version__,
+        "bots": json.dumps([b.name for b in config.bots]),
+        "skipped": json.dumps([list(s) for s in config.skipped]),
+    })
+    return seed, commitment
+
+
+def games_of(config: TournamentConfig, seed: int) -> list[ScheduledGame]:
+    return schedule(config.format, config.field_names, config.seats, config.deals, seed,
+                    config.candidates)
+
+
+async def run(config: TournamentConfig, store: Store, seed: int,
+              on_start: Callable[[int, int], None] | None = None,
+              on_game: Callable[[ScheduledGame, int], None] | None = None) -> RunSummary:
+    """Play every game of the schedule not yet in ``store``.
+
+    ``on_start(total, already_done)`` is called once the bots are ready, ``on_game(game,
+    faults)`` after each stored game. Stops cleanly on SIGINT/SIGTERM: finished games
+    are kept, games in flight are discarded, every bot process is ended.
+    """
+    started = time.monotonic()
+    games = games_of(config, seed)
+    store.reset_unfinished()
+    done = store.done_ids()
+    pending = [g for g in games if g.id not in done]
+    clock = TimeControl(config.move_ms, config.bank_ms, config.max_faults)
+    log_dir = config.output / "logs"
+    connections: dict[str, BotConnection] = {}
+    summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    try:
+        for bot in config.bots:
+            if bot.spec.kind != "builtin":
+                connections[bot.name] = BotConnection(bot.name, bot.spec, log_dir,
+                                                      config.startup_ms / 1000)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, summary)
+                await _open_all(config, connections, store)
+                if on_start is not None:
+                    on_start(summary.total, summary.done_before)
+                await _play_all(config, pending, connections, clock, store, summary, on_game)
+                nursery.cancel_scope.cancel()
+    finally:
+        for conn in connections.values():
+            conn.close()
+        summary.seconds = time.monotonic() - started
+    return summary
+
+
+async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
+                          scope: trio.CancelScope, summary: RunSummary) -> None:
+    async for _ in signals:
+        summary.interrupted = True
+        scope.cancel()
+        return
+
+
+async def _open_all(config: TournamentConfig, connections: dict[str, BotConnection],
+                    store: Store) -> None:
+    errors: list[str] = []
+
+    async def open_one(name: str, conn: BotConnection) -> None:
+        try:
+            info = await conn.open(config.game)
+        except HandshakeError as e:
+            errors.append(f"{config.path}: {e}")
+            return
+        store.set_bot(name, str(conn.spec), info.version, info.author, info.protocol_version,
+                      info.games)
+
+    async with trio.open_nursery() as nursery:
+        for name, conn in connections.items():
+            nursery.start_soon(open_one, name, conn)
+    for bot in config.bots:
+        if bot.spec.kind == "builtin":
+            store.set_bot(bot.name, str(bot.spec), __version__, "trick-arena", None,
+                          ("wizard", "trumps"))
+    if errors:
+        raise TournamentError(sorted(errors)[0])
+
+
+async def _play_all(config: TournamentConfig, pending: list[ScheduledGame],
+                    connections: dict[str, BotConnection], clock: TimeControl, store: Store,
+                    summary: RunSummary,
+                    on_game: Callable[[ScheduledGame, int], None] | None) -> None:
+    specs = {b.name: b.spec for b in config.bots}
+    send, receive = trio.open_memory_channel[ScheduledGame](len(pending))
+    for game in pending:
+        send.send_nowait(game)
+    send.close()
+
+    async def worker() -> None:
+        async for scheduled in receive:
+            players: list[Player] = []
+            for seat, name in enumerate(scheduled.bots):
+                if name in connections:
+                    players.append(RemotePlayer(connections[name], name))
+                else:
+                    bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/{scheduled.id}/"
+                                                      f"{seat}")
+                    players.append(LocalPlayer(bot, name))
+            game = new_game(config.game, config.options, scheduled.deal_seed)
+            store.game_started(scheduled)
+            report = await play_game(game, players, clock, game_id=scheduled.id,
+                                     table_id=scheduled.table_id)
+            store.game_finished(scheduled, report.record, report.latencies_ms)
+            summary.played += 1
+            summary.faults += len(report.faults)
+            if on_game is not None:
+                on_game(scheduled, len(report.faults))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(config.concurrency, max(1, len(pending)))):
+            nursery.start_soon(worker)
+
+
+def export_records(store: Store, path: Path) -> int:
+    """Write every finished game's record as JSON lines; returns how many."""
+    count = 0
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as out:
+        for game in store.iter_games():
+            out.write(json.dumps(game.record, separators=(",", ":")) + "\n")
+            count += 1
+    tmp.replace(path)
+    return count

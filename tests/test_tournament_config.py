@@ -1,0 +1,117 @@
+"""Tournament files: a good file loads; every mistake is one line naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arena.cli import main
+from arena.tournament.config import ConfigError, load_config
+
+GOOD = """
+name = "t"
+game = "wizard"
+seats = 3
+seed = 7
+concurrency = 2
+
+[options]
+hook_rule = true
+
+[time]
+move_ms = 500
+bank_ms = 1000
+max_faults = 2
+
+[schedule]
+format = "round-robin"
+deals = 2
+
+[[bots]]
+name = "h"
+spec = "heuristic"
+
+[[bots]]
+name = "r"
+spec = "random"
+
+[[bots]]
+name = "py"
+spec = "cmd:python sample_bots/python/random_bot.py"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_file_loads(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.game == "wizard" and config.seats == 3
+    assert config.options == {"players": 3, "hook_rule": True}
+    assert (config.move_ms, config.bank_ms, config.max_faults) == (500, 1000, 2)
+    assert config.field_names == ["h", "r", "py"]
+    assert config.output == Path("out/t")
+    assert config.seed == 7 and config.deals == 2 and config.concurrency == 2
+    assert len(config.digest) == 64
+
+
+def test_the_demo_file_loads() -> None:
+    config = load_config(Path("tournaments/demo.toml"))
+    assert config.game == "wizard" and config.seats == 4
+    assert len(config.bots) + len(config.skipped) == 5
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (('seats = 3', 'seats = 9'), "seats: expected an integer 3..6, got 9"),
+    (('move_ms = 500', 'move_ms = "fast"'), "time.move_ms: expected an integer"),
+    (('name = "r"', 'name = "h"'), "bots[1].name: 'h' is used twice"),
+    (('seats = 3', 'seats = 4'), "bots: 3 bots for 4 seats"),
+    (('hook_rule = true', 'hook_rule = true\ntrump = "H"'), "options.trump: unknown option"),
+    (('hook_rule = true', 'hook_rule = "yes"'), "option hook_rule: 'yes' is not allowed"),
+    (('deals = 2', 'deals = 2\nspeed = 3'), "schedule.speed: unknown key in [schedule]"),
+    (('concurrency = 2', 'concurrency = 2\ncolour = "red"'), "colour: unknown key"),
+    (('game = "wizard"', 'game = "chess"'), "game: 'chess' is not a game"),
+    (('spec = "random"', 'spec = "randomm"'), "bots[1].spec: unknown bot 'randomm'"),
+    (('spec = "cmd:python sample_bots/python/random_bot.py"',
+      'spec = "cmd:no-such-program --x"'), "bot py: cannot start: 'no-such-program' not found"),
+    (('format = "round-robin"', 'format = "swiss"'), "schedule.format: 'swiss'"),
+    (('format = "round-robin"', 'format = "gauntlet"'), "a gauntlet needs at least one"),
+    (('deals = 2', 'deals = 2\ncandidates = ["zz"]'), "'zz' is not a bot"),
+    (('seed = 7', 'seed = -1'), "seed: expected an integer"),
+    (('name = "t"', 'name = "t"\n[[[broken'), "not valid TOML"),
+    (('hook_rule = true', 'players = 3'), "options.players: set the number of players"),
+])
+def test_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, change: tuple[str, str],
+                                                   expected: str) -> None:
+    old, new = change
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_a_missing_file_and_the_command_exit_2(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tournament", str(tmp_path / "nope.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.toml: cannot read" in err and err.count("\n") == 1
+    bad = write(tmp_path, GOOD.replace("deals = 2", "deals = 0"))
+    assert main(["tournament", str(bad), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "schedule.deals: expected an integer 1.." in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_required_bots_left_out_where_missing(tmp_path: Path) -> None:
+    text = GOOD + '\n[[bots]]\nname = "ghost"\nspec = "cmd:ghost-bot"\nrequires = "ghost-bot"\n'
+    config = load_config(write(tmp_path, text))
+    assert config.skipped == (("ghost", "ghost-bot is not installed"),)
+    assert "ghost" not in config.field_names
