@@ -16,10 +16,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/arena play --game wizard --players 4 --seed 2026 --bots heuristic,random,heuristic,random
+NODE_BOT := sample_bots/node/node_modules/.installed
 
-test: $(STAMP)
+# The Node.js sample bot takes part where node and npm are installed.
+$(NODE_BOT): sample_bots/node/package-lock.json
+	if command -v npm >/dev/null; then npm ci --prefix sample_bots/node --no-audit --no-fund && touch $(NODE_BOT); \
+	else echo "npm not found: the Node.js sample bot is left out"; fi
+
+demo: $(STAMP) $(NODE_BOT)
+	$(BIN)/arena tournament tournaments/demo.toml --fresh
+
+test: $(STAMP) $(NODE_BOT) $(BUF_STAMP)
 	$(BIN)/pytest
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.

@@ -16,6 +16,8 @@ import trio
 from arena import __version__
 from arena.botproc import BotSpec, BotSpecError
 from arena.bots import BUILTIN_BOTS
+from arena.checkbot import add_parser as add_check_bot_parser
+from arena.checkbot import cmd_check_bot
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.record import RecordError, game_record, verify_record
 from arena.referee import GameReport, TimeControl, play_game
@@ -80,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="re-check game records with the rules engine")
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="a record (JSON) or records (JSON lines)")
+    add_check_bot_parser(sub)
     return parser
 
 
@@ -250,7 +253,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
-            "leaderboard": cmd_leaderboard, "export": cmd_export}
+            "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,6 +39,8 @@ from arena.wire import (
 )
 
 HELLO_TIMEOUT_S = 5.0
+EXIT_WAIT_S = 0.5
+"""How long a failed call waits for the bot process to have exited, to say so."""
 
 
 class HandshakeError(RuntimeError):
@@ -144,11 +146,11 @@ class BotConnection:
         """
         if self._dead:
             raise Fault("crash", self._dead)
-        if self._process is not None and not self._process.alive():
-            async with self._lock:
+        if self._process is not None and (self._stub is None or not self._process.alive()):
+            async with self._lock:  # one restart, however many seats are waiting
                 if self._dead:
                     raise Fault("crash", self._dead)
-                if not self._process.alive():
+                if self._stub is None or not self._process.alive():
                     self.restarts += 1
                     try:
                         await self._connect()
@@ -159,9 +161,13 @@ class BotConnection:
             raise Fault("crash", "not connected")
         return self._stub
 
-    def crash_detail(self, error: grpc.RpcError) -> str:
+    async def crash_detail(self, error: grpc.RpcError) -> str:
         """What a failed connection means: the process's exit, or the transport error."""
         if self._process is not None:
+            # a dying process closes its socket a moment before it has exited
+            with trio.move_on_after(EXIT_WAIT_S):
+                while self._process.pid is not None and self._process.returncode is None:
+                    await trio.sleep(0.005)
             code = self._process.returncode
             if code is not None:
                 return f"the bot process exited with code {code}; restarting it"
@@ -207,7 +213,7 @@ class RemotePlayer:
             if kind == "timeout":
                 raise Fault(kind, f"no answer within {deadline_ms} ms") from None
             if kind == "crash":
-                raise Fault(kind, self.connection.crash_detail(e)) from None
+                raise Fault(kind, await self.connection.crash_detail(e)) from None
             raise Fault(kind, f"answered with status {_code_name(e)}: "
                               f"{rpc_details(e)}".rstrip(": ")) from None
         try:

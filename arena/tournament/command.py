@@ -62,7 +62,8 @@ def run_command(args: argparse.Namespace) -> int:
             return 2
         out.print(f"[bold]{config.name}[/]: {config.game}, {config.seats} seats, "
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
-        out.print(f"seed commitment (SHA-256 of the seed): {commitment}")
+        out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
+        print(commitment, flush=True)
         progress = Progress(
             TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),

@@ -7,15 +7,16 @@
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
-const { HealthImplementation } = require('grpc-health-check');
+const health = require('grpc-health-check');
 const { ReflectionService } = require('@grpc/reflection');
 
-// Load the contract at run time from the repository's proto/ directory.
+// Load the contract at run time from the repository's proto/ directory (and the health
+// service's .proto, so that reflection describes it too).
 // keepCase: fields keep their .proto names (legal_cards, not legalCards);
 // enums: String: enum values are their names ('SUIT_HEARTS', 'CARD_KIND_WIZARD'),
 // in requests and in our answers; longs: Number; defaults: unset fields are filled in.
 const PROTO_DIR = path.join(__dirname, '..', '..', 'proto');
-const packageDefinition = protoLoader.loadSync('arena/v1/bot.proto', {
+const packageDefinition = protoLoader.loadSync(['arena/v1/bot.proto', health.protoPath], {
   includeDirs: [PROTO_DIR], keepCase: true, enums: String, longs: Number,
   defaults: true, oneofs: true,
 });
@@ -130,8 +131,8 @@ function main() {
   const server = new grpc.Server();
   server.addService(arena.BotService.service, botService);
   // The standard health service: the arena waits for '' to be SERVING.
-  const health = new HealthImplementation({ '': 'NOT_SERVING' });
-  health.addToServer(server);
+  const status = new health.HealthImplementation({ '': 'NOT_SERVING' });
+  status.addToServer(server);
   // Server reflection, so generic tools (grpcurl, grpcui) can list and call the service.
   new ReflectionService(packageDefinition).addToServer(server);
 
@@ -140,8 +141,8 @@ function main() {
       console.error(`node-sample: cannot listen on ${address}: ${err.message}`);
       process.exit(1);
     }
-    health.setStatus('', 'SERVING');
-    health.setStatus('arena.v1.BotService', 'SERVING');
+    status.setStatus('', 'SERVING');
+    status.setStatus('arena.v1.BotService', 'SERVING');
     log(`listening on ${address}`);
   });
 

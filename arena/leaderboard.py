@@ -1,0 +1,512 @@
+"""The leaderboard of a tournament: ratings, per-bot statistics and head-to-head scores.
+
+:func:`build_leaderboard` reads the finished games once, as a stream, keeping only
+per-bot accumulators and one small :class:`~arena.ratings.GameScores` per game (never a
+record), and returns a JSON-ready dict (``trick-arena.leaderboard/1``, documented in
+``docs/leaderboard.md``). The output has no timestamps: the same games give the same
+leaderboard, byte for byte. The renderers turn it into Markdown, CSV, JSON or a terminal
+table; :func:`write_leaderboard` writes the three files atomically. No SQLite here: the
+caller passes ``Store.iter_games()``, ``Store.meta()`` and ``Store.bots()``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.ratings import GameScores, incremental_elo, mean_and_se, rate
+from arena.tournament.store import StoredGame
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+FORMAT = "trick-arena.leaderboard/1"
+FAULT_KINDS = ("timeout", "illegal", "protocol", "crash")
+LEVEL = 0.95
+"""The confidence level of the Elo intervals."""
+PRIOR_DRAWS = 1.0
+"""Virtual draws of each bot against the pool average (see :func:`arena.ratings.rate`)."""
+PROVISIONAL_GAMES = 20
+"""A bot with fewer games than this is provisional."""
+PROVISIONAL_HALF_WIDTH = 100.0
+"""A bot whose Elo interval is wider than twice this is provisional."""
+FILES = ("leaderboard.md", "leaderboard.csv", "leaderboard.json")
+
+CSV_COLUMNS = (
+    "rank", "name", "version", "elo", "elo_low", "elo_high", "p_above_next",
+    "elo_incremental", "games", "mean_score", "mean_score_se", "mean_place", "wins",
+    "shared_wins", *(f"faults_{k}" for k in FAULT_KINDS), "forfeits", "latency_p50_ms",
+    "latency_p95_ms", "latency_max_ms", "bid_accuracy", "bid_error", "bid_bias",
+    "provisional",
+)
+
+
+class LatencyHistogram:
+    """Answer latencies in log-spaced bins 1% wide, so memory does not grow with answers.
+
+    :meth:`quantile` gives the nearest-rank percentile to within 0.5%; ``max`` is exact.
+    """
+
+    RATIO = 1.01
+    FLOOR_MS = 0.001
+    """Latencies below this share one bin (reported as the smallest latency seen)."""
+
+    __slots__ = ("count", "counts", "max", "min")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.count = 0
+        self.max = 0.0
+        self.min = math.inf
+
+    def add(self, ms: float) -> None:
+        ms = max(0.0, float(ms))
+        key = (-1 if ms < self.FLOOR_MS
+               else math.floor(math.log(ms / self.FLOOR_MS) / math.log(self.RATIO)))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        self.count += 1
+        self.max = max(self.max, ms)
+        self.min = min(self.min, ms)
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile (0..1) by nearest rank, or None when empty."""
+        if not self.count:
+            return None
+        rank = min(self.count, max(1, math.ceil(q * self.count)))
+        seen = 0
+        for key in sorted(self.counts):
+            seen += self.counts[key]
+            if seen >= rank:
+                if key < 0:
+                    return self.min
+                middle = self.FLOOR_MS * math.exp((key + 0.5) * math.log(self.RATIO))
+                return min(self.max, max(self.min, middle))
+        return self.max  # pragma: no cover - the loop always reaches the rank
+
+
+@dataclass(slots=True)
+class _BotStats:
+    """One bot's running totals over the games read so far."""
+
+    games: int = 0
+    place_sum: int = 0
+    wins: int = 0
+    shared_wins: int = 0
+    faults: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 0))
+    forfeits: int = 0
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    bid_rounds: int = 0
+    bid_exact: int = 0
+    bid_abs_error: int = 0
+    bid_diff: int = 0
+    by_hand: dict[int, list[int]] = field(default_factory=dict)
+    """Wizard: hand size -> [rounds, exact bids]."""
+
+
+@dataclass(slots=True)
+class _Pair:
+    """Head-to-head totals of two bots, from the first's side (names sorted)."""
+
+    games: int = 0
+    wins: int = 0
+    losses: int = 0
+    draws: int = 0
+
+
+def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
+                      bots: Sequence[Mapping[str, Any]], resamples: int = 1000,
+                      rating_seed: int = 0) -> dict[str, Any]:
+    """The leaderboard of the finished ``games`` (in schedule order), as a JSON-ready dict.
+
+    ``meta`` is the store's metadata (missing keys give nulls), ``bots`` the registered
+    bots (for their versions). Bots with no finished game are not listed.
+    """
+    stats: dict[str, _BotStats] = {}
+    pairs: dict[tuple[str, str], _Pair] = {}
+    scores: list[GameScores] = []
+    game_name = meta.get("game")
+    for stored in games:
+        record = stored.record
+        if game_name is None:
+            game_name = record.get("game")
+        _add_game(stored, record, stats, pairs)
+        scores.append(GameScores(stored.unit, tuple(stored.bots),
+                                 tuple(float(t) for t in record["totals"])))
+
+    ratings = rate(scores, resamples=resamples, seed=rating_seed, level=LEVEL,
+                   prior_draws=PRIOR_DRAWS) if scores else []
+    classic, history = incremental_elo(scores) if scores else ({}, {})
+    by_bot: dict[str, list[float]] = {}
+    for gs in scores:
+        for name, score in zip(gs.bots, gs.scores, strict=True):
+            by_bot.setdefault(name, []).append(score)
+    versions = {str(b.get("name")): b.get("version") or None for b in bots}
+    wizard = game_name == "wizard"
+
+    entries: list[dict[str, Any]] = []
+    for rank, rating in enumerate(ratings, start=1):
+        name = rating.name
+        s = stats[name]
+        mean, se = mean_and_se(by_bot[name])
+        half_width = (rating.high - rating.low) / 2
+        entries.append({
+            "rank": rank,
+            "name": name,
+            "version": versions.get(name),
+            "elo": _r(rating.elo, 1),
+            "elo_low": _r(rating.low, 1),
+            "elo_high": _r(rating.high, 1),
+            "p_above_next": None if rating.p_above_next is None else _r(rating.p_above_next, 4),
+            "elo_incremental": _r(classic[name], 1),
+            "games": s.games,
+            "mean_score": _r(mean, 3),
+            "mean_score_se": _r(se, 3),
+            "mean_place": _r(s.place_sum / s.games, 3),
+            "wins": s.wins,
+            "shared_wins": s.shared_wins,
+            "faults": dict(s.faults),
+            "forfeits": s.forfeits,
+            "latency_ms": None if not s.latency.count else {
+                "p50": _r(s.latency.quantile(0.50), 3),
+                "p95": _r(s.latency.quantile(0.95), 3),
+                "max": _r(s.latency.max, 3),
+            },
+            "bid_accuracy": _r(s.bid_exact / s.bid_rounds, 4) if s.bid_rounds else None,
+            "bid_error": _r(s.bid_abs_error / s.bid_rounds, 4) if s.bid_rounds else None,
+            "bid_bias": _r(s.bid_diff / s.bid_rounds, 4) if s.bid_rounds else None,
+            "bid_accuracy_by_hand": {
+                str(hand): _r(exact / rounds, 4)
+                for hand, (rounds, exact) in sorted(s.by_hand.items())
+            } if wizard and s.by_hand else None,
+            "provisional": s.games < PROVISIONAL_GAMES or half_width > PROVISIONAL_HALF_WIDTH,
+        })
+
+    order = [e["name"] for e in entries]
+    return {
+        "format": FORMAT,
+        "tournament": meta.get("name"),
+        "game": game_name,
+        "options": _json_object(meta.get("options")),
+        "seed": _int(meta.get("seed")),
+        "seed_commitment": meta.get("seed_commitment"),
+        "games": len(scores),
+        "schedule": {"format": meta.get("format"), "deals": _int(meta.get("deals")),
+                     "seats": _int(meta.get("seats"))},
+        "time_control": {"move_ms": _int(meta.get("move_ms")),
+                         "bank_ms": _int(meta.get("bank_ms")),
+                         "max_faults": _int(meta.get("max_faults"))},
+        "arena_version": meta.get("arena_version"),
+        "tournament_hash": meta.get("tournament_hash"),
+        "rating": {"method": "bradley-terry", "resamples": resamples, "seed": rating_seed,
+                   "level": LEVEL, "prior_draws": PRIOR_DRAWS},
+        "bots": entries,
+        "head_to_head": _head_to_head(order, pairs),
+        "elo_history": {name: [_r(x, 1) for x in history.get(name, [])] for name in order},
+    }
+
+
+def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _BotStats],
+              pairs: dict[tuple[str, str], _Pair]) -> None:
+    """Fold one game into the accumulators."""
+    names = stored.bots
+    totals = record["totals"]
+    places = record["places"]
+    n = len(names)
+    firsts = sum(1 for p in places if p == 1)
+    seat_stats = [stats.setdefault(name, _BotStats()) for name in names]
+    for seat, s in enumerate(seat_stats):
+        s.games += 1
+        s.place_sum += places[seat]
+        if places[seat] == 1:
+            s.wins += 1
+            if firsts > 1:
+                s.shared_wins += 1
+        for ms in stored.latencies_ms[seat] if seat < len(stored.latencies_ms) else ():
+            s.latency.add(ms)
+    forfeited = record.get("forfeited")
+    for fault in record.get("faults") or ():
+        s = seat_stats[fault["seat"]]
+        kind = str(fault["kind"])
+        s.faults[kind] = s.faults.get(kind, 0) + 1
+        if not forfeited and fault.get("forfeited"):
+            s.forfeits += 1
+    for seat, lost in enumerate(forfeited or ()):
+        if lost:
+            seat_stats[seat].forfeits += 1
+    wizard = record.get("game") == "wizard"
+    for rnd in record.get("rounds") or ():
+        bids = rnd.get("bids")
+        if bids is None:
+            continue
+        for seat, s in enumerate(seat_stats):
+            bid, won = bids[seat], rnd["won"][seat]
+            s.bid_rounds += 1
+            s.bid_exact += bid == won
+            s.bid_abs_error += abs(bid - won)
+            s.bid_diff += bid - won
+            if wizard:
+                tally = s.by_hand.setdefault(len(rnd["hands"][seat]), [0, 0])
+                tally[0] += 1
+                tally[1] += bid == won
+    for i in range(n):  # the bots of a game are distinct (GameScores checks)
+        for j in range(i + 1, n):
+            (a, ta), (b, tb) = sorted(((names[i], totals[i]), (names[j], totals[j])))
+            pair = pairs.setdefault((a, b), _Pair())
+            pair.games += 1
+            if ta > tb:
+                pair.wins += 1
+            elif ta < tb:
+                pair.losses += 1
+            else:
+                pair.draws += 1
+
+
+def _head_to_head(order: Sequence[str], pairs: Mapping[tuple[str, str], _Pair],
+                  ) -> list[dict[str, Any]]:
+    """Every ordered pair of bots that shared a game, in rating order."""
+    rows: list[dict[str, Any]] = []
+    for a in order:
+        for b in order:
+            if a == b:
+                continue
+            pair = pairs.get((a, b) if a < b else (b, a))
+            if pair is None:
+                continue
+            wins, losses = (pair.wins, pair.losses) if a < b else (pair.losses, pair.wins)
+            rows.append({"a": a, "b": b, "games": pair.games,
+                         "score": _r((wins + 0.5 * pair.draws) / pair.games, 4),
+                         "wins": wins, "losses": losses, "draws": pair.draws})
+    return rows
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    """``value`` rounded for output (None and non-finite values become None)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return round(float(value), digits) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- rendering ------------------------------------------------------------------------
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    """A number for people; a dash for null."""
+    if value is None:
+        return "–"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _faults_text(faults: Mapping[str, int]) -> str:
+    total = sum(faults.values())
+    if not total:
+        return "0"
+    parts = ", ".join(f"{k} {v}" for k, v in faults.items() if v)
+    return f"{total} ({parts})"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+def _latency_text(latency: Mapping[str, float] | None, sep: str = " / ") -> str:
+    if latency is None:
+        return "–"
+    return f"{_ms(latency['p50'])}{sep}{_ms(latency['p95'])}"
+
+
+def _options_text(options: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in options.items())
+
+
+def _md(text: Any) -> str:
+    """Text for a Markdown table cell."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(lb: Mapping[str, Any]) -> str:
+    """The leaderboard as a Markdown page: summary, ranking table, head-to-head matrix."""
+    title = lb.get("tournament") or "Tournament"
+    lines = [f"# {title}: leaderboard", ""]
+    summary = [f"Game: {lb.get('game') or '?'}"]
+    if lb.get("options"):
+        summary[0] += f" ({_options_text(lb['options'])})"
+    schedule = lb.get("schedule") or {}
+    if schedule.get("format"):
+        summary.append(f"{schedule['format']}, {_num(schedule.get('deals'))} deals, "
+                       f"{_num(schedule.get('seats'))} seats")
+    summary.append(f"{lb['games']} games")
+    if lb.get("seed_commitment"):
+        summary.append(f"seed commitment `{lb['seed_commitment']}`")
+    if lb.get("seed") is not None:
+        summary.append(f"seed {lb['seed']}")
+    lines += ["; ".join(summary) + ".", ""]
+    bots = lb["bots"]
+    if not bots:
+        return "\n".join([*lines, "No finished games yet.", ""])
+    level = round(100 * (lb.get("rating") or {}).get("level", LEVEL))
+    lines += [
+        f"| # | Bot | Version | Elo | {level}% interval | P(> next) | Classic Elo | Games "
+        "| Mean score | Mean place | Wins | Bid acc. | Faults | Forfeits | p50 / p95 ms |",
+        "|--:|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|",
+    ]
+    for b in bots:
+        mark = "?" if b["provisional"] else ""
+        wins = str(b["wins"]) + (f" ({b['shared_wins']} shared)" if b["shared_wins"] else "")
+        lines.append(
+            f"| {b['rank']} | {_md(b['name'])}{mark} | {_md(b['version'] or '')} "
+            f"| {_num(b['elo'])} | {_num(b['elo_low'])}–{_num(b['elo_high'])} "
+            f"| {_pct(b['p_above_next'])} | {_num(b['elo_incremental'])} | {b['games']} "
+            f"| {_num(b['mean_score'], 2)} ± {_num(b['mean_score_se'], 2)} "
+            f"| {_num(b['mean_place'], 2)} | {wins} | {_pct(b['bid_accuracy'])} "
+            f"| {_faults_text(b['faults'])} | {b['forfeits']} "
+            f"| {_latency_text(b['latency_ms'])} |")
+    if any(b["provisional"] for b in bots):
+        lines += ["", f"? provisional: fewer than {PROVISIONAL_GAMES} games, or an Elo "
+                  f"interval wider than ±{PROVISIONAL_HALF_WIDTH:.0f}."]
+    lines += ["", f"Elo: Bradley-Terry fit of the pairwise results, {level}% interval "
+              "from a bootstrap over duplicate sets; P(> next): the share of resamples in "
+              "which the bot rates above the next one; Classic Elo: incremental, in "
+              "schedule order."]
+    scores = {(h["a"], h["b"]): h for h in lb["head_to_head"]}
+    if scores:
+        names = [b["name"] for b in bots]
+        lines += ["", "## Head to head", "",
+                  "Row bot's score against the column bot over their shared games "
+                  "(a win 1, a tie ½).", "",
+                  "| | " + " | ".join(_md(n) for n in names) + " |",
+                  "|---|" + "--:|" * len(names)]
+        for a in names:
+            cells = ["—" if (a, b) not in scores else _pct(scores[a, b]["score"])
+                     for b in names]
+            lines.append(f"| {_md(a)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_row(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One bot's flat CSV row (nulls become empty cells)."""
+    latency = entry["latency_ms"] or {}
+    row: dict[str, Any] = {k: entry.get(k) for k in CSV_COLUMNS if k in entry}
+    for kind in FAULT_KINDS:
+        row[f"faults_{kind}"] = entry["faults"].get(kind, 0)
+    for key in ("p50", "p95", "max"):
+        row[f"latency_{key}_ms"] = latency.get(key)
+    row["provisional"] = "true" if entry["provisional"] else "false"
+    return {k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS}
+
+
+def render_csv(lb: Mapping[str, Any]) -> str:
+    """One row per bot in rating order, with a header row."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for entry in lb["bots"]:
+        writer.writerow(csv_row(entry))
+    return out.getvalue()
+
+
+def render_json(lb: Mapping[str, Any]) -> str:
+    """The leaderboard as indented JSON, keys in the documented order."""
+    return json.dumps(lb, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+_DROP_WHEN_NARROW = ("Classic", "ms p50/p95", "Place", "P>next")
+"""Terminal columns left out, in this order, until the table fits the console."""
+
+
+def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
+    """Print the ranking as a table on the terminal (provisional bots dimmed, marked ?).
+
+    On a narrow console the least needed columns are left out (:data:`_DROP_WHEN_NARROW`).
+    """
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    columns: dict[str, list[str]] = {h: [] for h in (
+        "#", "Bot", "Elo", "P>next", "Classic", "Games", "Score", "Place", "Bid", "Faults",
+        "ms p50/p95")}
+    for b in lb["bots"]:
+        half = (None if b["elo_high"] is None or b["elo_low"] is None
+                else (b["elo_high"] - b["elo_low"]) / 2)
+        faults = sum(b["faults"].values())
+        for header, cell in zip(columns, (
+                str(b["rank"]), b["name"] + ("?" if b["provisional"] else ""),
+                f"{_num(b['elo'])}±{_num(half)}", _pct(b["p_above_next"]),
+                _num(b["elo_incremental"]), str(b["games"]),
+                f"{_num(b['mean_score'], 1)}±{_num(b['mean_score_se'], 1)}",
+                _num(b["mean_place"], 2), _pct(b["bid_accuracy"]),
+                str(faults) + (f" ({b['forfeits']})" if b["forfeits"] else ""),
+                _latency_text(b["latency_ms"], "/")), strict=True):
+            columns[header].append(cell)
+    widths = {h: max(len(h), *(len(c) for c in cells)) + 3 for h, cells in columns.items()}
+    for header in _DROP_WHEN_NARROW:
+        if sum(widths.values()) <= console.width:
+            break
+        del columns[header], widths[header]
+    level = round(100 * (lb.get("rating") or {}).get("level", LEVEL))
+    table = Table(title=f"{lb.get('tournament') or 'Tournament'}: {lb.get('game') or '?'}, "
+                  f"{lb['games']} games", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=f"Elo ± half its {level}% interval; ? provisional; "
+                  "faults (forfeits)")
+    for header in columns:
+        bot = header == "Bot"
+        table.add_column(header, justify="left" if bot else "right", no_wrap=not bot,
+                         overflow="fold" if bot else "ellipsis", min_width=6 if bot else None)
+    for row, b in enumerate(lb["bots"]):
+        table.add_row(*(cells[row] for cells in columns.values()),
+                      style="dim" if b["provisional"] else None)
+    console.print(table)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes the file private; a leaderboard is public
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_leaderboard(folder: Path, lb: Mapping[str, Any]) -> list[Path]:
+    """Write leaderboard.md, .csv and .json into ``folder``, each atomically; the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / name for name in FILES]
+    for path, text in zip(paths, (render_markdown(lb), render_csv(lb), render_json(lb)),
+                          strict=True):
+        _write_atomic(path, text)
+    return paths
