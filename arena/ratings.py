@@ -7,16 +7,18 @@ confidence intervals come from a seeded bootstrap over units (duplicate sets: th
 unit share a deal, so they are resampled together). Pure functions: no I/O, no global random
 state.
 
-The prior: each bot plays ``prior_draws`` virtual games against a virtual opponent rated at
-the pool mean (1500), all drawn (half a win and half a loss each). In natural-log units
-(``elo = 1500 + 400 / ln 10 * theta``) the fit maximises
+The prior: each bot with at least one comparison plays ``prior_draws`` virtual games
+against a virtual opponent rated at the mean of those bots, all drawn (half a win and half a
+loss each); a bot without comparisons is not fitted and gets exactly 1500. In natural-log
+units (``elo = 1500 + 400 / ln 10 * theta``) the fit maximises, over the bots P with
+comparisons,
 
     sum_ij W[i, j] log s(theta_i - theta_j)
-      + prior_draws / 2 * sum_i [log s(theta_i - m) + log s(m - theta_i)],   m = mean(theta)
+      + prior_draws / 2 * sum_{i in P} [log s(theta_i - m) + log s(m - theta_i)]
 
-with s the logistic function. The objective is strictly concave once the mean is fixed, so
-the maximum is unique and finite even for unbeaten or winless bots, and a bot without
-comparisons sits exactly at 1500.
+with m the mean of theta over P and s the logistic function, and reports theta - m. The
+objective is strictly concave once m is fixed, so the maximum is unique and finite even for
+unbeaten or winless bots, and the mean over all bots is exactly 1500.
 """
 
 from __future__ import annotations
@@ -47,12 +49,12 @@ ELO_PER_NAT = 400.0 / math.log(10.0)
 """Elo points per natural-log unit of Bradley-Terry strength (about 173.7)."""
 
 _MEAN_ELO = 1500.0
-_TOLERANCE = 1e-10  # Newton stops when no parameter moves more than this (natural-log units)
-_MAX_ITERATIONS = 200
-_NO_GAIN = 1e-20  # ... or when the Newton decrement (the predicted gain) is below this
-_SMALL_STEP = 1e-6  # Newton steps below this skip the line search
+_TOLERANCE = 1e-10  # Newton stops when no parameter would move more than this (log units)
+_RESOLUTION = 1e-13  # ... or when the predicted gain is below this share of the objective
+_POLISH = 1e-3  # the last step is taken only if no parameter moves more than this
 _MAX_STEP = 4.0  # no parameter moves more than this in one iteration
 _RIDGE = 1e-12  # keeps the Newton system regular where curvature underflows (tiny priors)
+_MAX_ITERATIONS = 200
 _BATCH_ELEMENTS = 2_000_000  # bound on the floats held per bootstrap batch
 
 
@@ -188,21 +190,22 @@ def _newton(wins: Array, start: Array, prior_draws: float) -> Array:
         system[:, diagonal, diagonal] += curvature.sum(axis=2) + bend + (1.0 - on) + _RIDGE
         step = np.linalg.solve(system, gradient[:, :, None])[:, :, 0]
         size = np.abs(step).max(axis=1, initial=0.0)
-        # Done when no parameter would move, or when the objective would not: along
-        # directions almost without curvature (a tiny prior, a bot without a win) rounding
-        # keeps the step from shrinking further, but what is left to gain is nothing.
-        done = (size < _TOLERANCE) | ((gradient * step).sum(axis=1) < _NO_GAIN)
-        theta[active[done]] += step[done]
+        rise = (gradient * step).sum(axis=1)  # twice the predicted gain, >= 0
+        before = _objective(th, w, on, prior_draws)
+        # Done when no parameter would move, or when the objective would not change
+        # measurably: along directions almost without curvature (a tiny prior, a bot that
+        # never won) rounding keeps the step from shrinking, but nothing is left to gain.
+        done = (size < _TOLERANCE) | (rise < _RESOLUTION * (1.0 + np.abs(before)))
+        polish = done & (size < _POLISH)  # a last Newton step where it is safely small
+        theta[active[polish]] += step[polish]
         todo = ~done
         if todo.any():
             th, w, on, step, size = th[todo], w[todo], on[todo], step[todo], size[todo]
-            before = _objective(th, w, on, prior_draws)
-            rise = (gradient[todo] * step).sum(axis=1)  # > 0: the system is positive definite
-            scale = np.minimum(1.0, _MAX_STEP / size)  # a trust region: far out, the
-            for _ in range(60):  # curvature vanishes and full steps fly off
+            before, rise = before[todo], rise[todo]
+            scale = np.minimum(1.0, _MAX_STEP / size)  # a trust region: far out, where the
+            for _ in range(60):  # curvature vanishes, whole steps would fly off
                 after = _objective(th + scale[:, None] * step, w, on, prior_draws)
-                # Armijo's condition; steps too small for it to resolve are taken whole.
-                short = (after < before + 1e-4 * scale * rise) & (size > _SMALL_STEP)
+                short = after < before + 1e-4 * scale * rise  # Armijo's condition
                 if not short.any():
                     break
                 scale[short] *= 0.5
@@ -232,8 +235,8 @@ def fit_elo(
 
     Mean 1500, with the weak prior of the module docstring: each bot gets ``prior_draws``
     virtual draws against a virtual opponent at the pool mean, so unbeaten or winless bots
-    stay finite. ``bots`` adds names that may have played no game (they get 1500).
-    Raises ValueError unless ``prior_draws`` is positive.
+    stay finite. ``bots`` adds names that may have played no game; a bot without
+    comparisons gets exactly 1500. Raises ValueError unless ``prior_draws`` is positive.
     """
     _check_prior(prior_draws)
     names, wins = pairwise(games, bots=bots)
@@ -256,9 +259,9 @@ def rate(
     ``numpy.random.default_rng(seed)``, refits each resample (warm-started from the full
     fit) and takes the percentiles (1 - level) / 2 and (1 + level) / 2 of each bot's elo. A
     bot with no comparisons at all (named only in ``bots``) gets 1500 and the interval of
-    the prior alone: 1500 -+ z * 2 / sqrt(prior_draws) natural-log units, its normal
-    approximation. Raises ValueError for resamples < 1, a level outside (0, 1) or a
-    non-positive prior.
+    the prior alone, whose draws carry information prior_draws / 4: 1500 -+ z * 2 /
+    sqrt(prior_draws) natural-log units (681 Elo for one draw at 95%). Raises ValueError
+    for resamples < 1, a level outside (0, 1) or a non-positive prior.
     """
     _check_prior(prior_draws)
     if resamples < 1:
@@ -272,7 +275,7 @@ def rate(
     index = {name: i for i, name in enumerate(names)}
 
     # Each unit's comparisons, aggregated by ordered pair: entry e credits
-    # credit[e] wins to pair[e] = i * n + j in unit unit_of[e].
+    # credit_of[e] wins to pair[e] = i * n + j in unit unit_of[e].
     units: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
     for game in games:
@@ -315,7 +318,7 @@ def rate(
     lows = np.where(compared, lows, elo - prior_half_width)
     highs = np.where(compared, highs, elo + prior_half_width)
 
-    order = sorted(range(n), key=lambda i: (-elo[i], names[i]))
+    order = sorted(range(n), key=lambda i: (-round(elo[i], 9), names[i]))  # ties by name
     ratings = []
     for rank, i in enumerate(order):
         p_above: float | None = None

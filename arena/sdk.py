@@ -59,19 +59,32 @@ __all__ = ["Bot", "GameResult", "RoundResult", "View", "serve"]
 log = logging.getLogger("arena.sdk")
 
 MAX_MESSAGE_BYTES = 1024 * 1024
+_call = threading.local()
 
 
 class Bot:
     """A bot. Override :meth:`bid` and :meth:`play`; the rest is optional.
 
-    Calls for different games may come concurrently when ``serve(workers=...)`` is above
-    1: keep any state keyed by ``view``'s game id (see :meth:`on_request`).
+    Every request carries the seat's complete view, so a bot may keep no state at all.
+    One that does should key it by :attr:`game_id` (the game of the call being answered):
+    a bot may play several games at once, and with ``serve(workers=N)`` above 1 its
+    methods may run concurrently in different threads.
     """
 
     name: ClassVar[str] = "python-bot"
     version: ClassVar[str] = "0.1"
     author: ClassVar[str] = ""
     games: ClassVar[Sequence[str]] = ("wizard", "trumps")
+
+    @property
+    def game_id(self) -> str:
+        """The id of the game the current call is about (the referee's, unique per run)."""
+        return str(getattr(_call, "game_id", ""))
+
+    @property
+    def table_id(self) -> str:
+        """The id of the table the current call is about."""
+        return str(getattr(_call, "table_id", ""))
 
     def bid(self, view: View) -> int:
         """How many tricks to bid (Wizard) or announce (Trumps): one of ``view.legal``."""
@@ -106,6 +119,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
                                       tuple(bot.games)))
 
     def _decide(self, request: Any, context: Any, decision: Decision) -> Any:
+        _call.game_id, _call.table_id = request.game_id, request.table_id
         try:
             view = view_from_request(request)
         except WireError as e:
@@ -130,11 +144,13 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
 
     def RoundEnded(self, request: bot_pb2.RoundEndedRequest,
                    context: Any) -> bot_pb2.RoundEndedResponse:
+        _call.game_id, _call.table_id = request.game_id, request.table_id
         self.bot.round_ended(round_result_from_request(request))
         return bot_pb2.RoundEndedResponse()
 
     def GameEnded(self, request: bot_pb2.GameEndedRequest,
                   context: Any) -> bot_pb2.GameEndedResponse:
+        _call.game_id, _call.table_id = request.game_id, request.table_id
         self.bot.game_ended(game_result_from_request(request))
         return bot_pb2.GameEndedResponse()
 

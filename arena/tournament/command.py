@@ -91,8 +91,8 @@ def run_command(args: argparse.Namespace) -> int:
                 tenth = int(10 * info.completed / info.total)
                 if tenth > state["last"]:
                     state["last"] = tenth
-                    err.print(f"games {int(info.completed)}/{int(info.total)}, "
-                              f"faults {state['faults']}")
+                    print(f"games {int(info.completed)}/{int(info.total)}, "
+                          f"faults {state['faults']}", file=sys.stderr, flush=True)
 
         try:
             summary = trio.run(run, config, store, seed, started, finished)
@@ -106,9 +106,9 @@ def run_command(args: argparse.Namespace) -> int:
         progress.stop()
         if summary is None or summary.interrupted:
             done = store.count_done()
-            err.print(f"stopped: {done} games kept, games in flight discarded, every bot "
-                      f"ended; resume with: arena tournament {config.path}"
-                      + (f" --out {config.output}" if args.out else ""))
+            print(f"stopped: {done} games kept, games in flight discarded, every bot "
+                  f"ended; resume with: arena tournament {config.path}"
+                  + (f" --out {config.output}" if args.out else ""), file=sys.stderr)
             return 130
         out.print(f"played {summary.played} games in {summary.seconds:.1f} s "
                   f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "

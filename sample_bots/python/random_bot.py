@@ -17,17 +17,19 @@ class RandomBot(Bot):
     version = "1.0"
     author = "trick-arena samples"
 
-    def __init__(self) -> None:
-        self.rng = random.Random()
+    def choose(self, view: View) -> int:
+        # Seeded by the game and the position, so a replayed game is played the same way.
+        where = (self.game_id, view.seat, view.round, len(view.tricks), len(view.trick.cards))
+        return random.Random(str(where)).choice(view.legal)
 
     def bid(self, view: View) -> int:
-        return self.rng.choice(view.legal)
+        return self.choose(view)
 
     def play(self, view: View) -> int:
-        return self.rng.choice(view.legal)
+        return self.choose(view)
 
     def choose_trump(self, view: View) -> int:
-        return self.rng.choice(view.legal)
+        return self.choose(view)
 
 
 if __name__ == "__main__":

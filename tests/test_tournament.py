@@ -1,0 +1,248 @@
+"""Tournaments end to end: real bot processes, the SQLite store, resume after kill -9,
+clean stop on SIGINT, faults in the leaderboard, export and verify."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+TOURNAMENT = """
+name = "resume-test"
+game = "trumps"
+seats = 4
+seed = 424242
+concurrency = 3
+
+[options]
+draw = false
+
+[time]
+move_ms = 2000
+
+[schedule]
+format = "round-robin"
+deals = 2
+
+[[bots]]
+name = "py-heuristic"
+spec = "cmd:python sample_bots/python/heuristic_bot.py"
+
+[[bots]]
+name = "py-random"
+spec = "cmd:python sample_bots/python/random_bot.py"
+
+[[bots]]
+name = "heuristic"
+spec = "heuristic"
+
+[[bots]]
+name = "random"
+spec = "random"
+
+[[bots]]
+name = "random2"
+spec = "random"
+"""
+TOTAL = 5 * 2 * 4  # tables x deals x rotations
+
+
+def arena(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
+                          capture_output=True, timeout=240, check=False, **kw)
+
+
+def start_arena(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def done_games(folder: Path) -> int:
+    path = folder / "tournament.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=5) as db:
+            return int(db.execute(
+                "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while done_games(folder) < count:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the tournament made no progress"
+        time.sleep(0.05)
+
+
+def bot_pids(arena_pid: int) -> list[int]:
+    """Live bot processes started by the arena process ``arena_pid`` (by their environment)."""
+    marker = f"ARENA_PARENT_PID={arena_pid}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ.split(b"\0") and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def results(folder: Path) -> dict[str, Any]:
+    board = json.loads((folder / "leaderboard.json").read_text())
+    for bot in board["bots"]:
+        bot.pop("latency_ms")  # measured times differ from run to run
+    with sqlite3.connect(folder / "tournament.sqlite") as db:
+        records = dict(db.execute("SELECT id, record FROM games ORDER BY seq").fetchall())
+    return {"board": board, "records": records}
+
+
+@pytest.fixture(scope="module")
+def tournament_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("t") / "resume.toml"
+    path.write_text(TOURNAMENT)
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tournament_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("straight")
+    done = arena("tournament", str(tournament_file), "--out", str(out), "--resamples", "200")
+    assert done.returncode == 0, done.stderr
+    assert f"{TOTAL} of {TOTAL} games done" in done.stdout
+    return out
+
+
+def test_a_tournament_runs_stores_and_publishes(uninterrupted: Path) -> None:
+    board = json.loads((uninterrupted / "leaderboard.json").read_text())
+    assert board["games"] == TOTAL
+    assert {b["name"] for b in board["bots"]} == {"py-heuristic", "py-random", "heuristic",
+                                                   "random", "random2"}
+    assert board["seed"] == 424242
+    assert board["seed_commitment"] == __import__("hashlib").sha256(b"424242").hexdigest()
+    for name in ("leaderboard.md", "leaderboard.csv"):
+        assert (uninterrupted / name).stat().st_size > 0
+    with sqlite3.connect(uninterrupted / "tournament.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        versions = dict(db.execute("SELECT name, version FROM bots").fetchall())
+        assert versions["py-heuristic"] == "1.0"
+        seats = db.execute("SELECT bot, COUNT(*) FROM results GROUP BY bot").fetchall()
+        assert {n for _, n in seats} == {TOTAL * 4 // 5}
+
+
+def test_export_then_verify_every_record(uninterrupted: Path) -> None:
+    exported = arena("export", str(uninterrupted))
+    assert exported.returncode == 0, exported.stderr
+    lines = (uninterrupted / "games.jsonl").read_text().splitlines()
+    assert len(lines) == TOTAL
+    checked = arena("verify", str(uninterrupted / "games.jsonl"))
+    assert checked.returncode == 0, checked.stderr
+    assert f"ok ({TOTAL} records)" in checked.stdout
+
+
+def test_running_again_plays_nothing_twice(tournament_file: Path, uninterrupted: Path) -> None:
+    before = results(uninterrupted)
+    again = arena("tournament", str(tournament_file), "--out", str(uninterrupted),
+                  "--resamples", "200")
+    assert again.returncode == 0, again.stderr
+    assert f"resuming: {TOTAL} of {TOTAL} games already played" in again.stdout
+    assert "played 0 games" in again.stdout
+    assert results(uninterrupted) == before
+
+
+def test_resume_after_kill_9_gives_identical_results(
+        tournament_file: Path, uninterrupted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    proc = start_arena("tournament", str(tournament_file), "--out", str(out),
+                       "--resamples", "200")
+    try:
+        wait_for_games(out, 7, proc)
+        assert bot_pids(proc.pid), "the tournament's bots should be running"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    kept = done_games(out)
+    assert 7 <= kept < TOTAL
+    # the orphaned bots notice their arena is gone and stop by themselves
+    deadline = time.monotonic() + 10
+    while bot_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not bot_pids(proc.pid)
+    resumed = arena("tournament", str(tournament_file), "--out", str(out),
+                    "--resamples", "200")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming: {kept} of {TOTAL} games already played" in resumed.stdout
+    assert f"played {TOTAL - kept} games" in resumed.stdout
+    assert results(out) == results(uninterrupted)
+
+
+def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "stopped"
+    proc = start_arena("tournament", str(tournament_file), "--out", str(out))
+    try:
+        wait_for_games(out, 3, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"resume with: arena tournament {tournament_file}" in err
+    assert not bot_pids(proc.pid)
+    with sqlite3.connect(out / "tournament.sqlite") as db:
+        statuses = {s for (s,) in db.execute("SELECT status FROM games")}
+    assert statuses <= {"done", "running"}
+    assert done_games(out) >= 3
+
+
+def test_a_changed_file_is_refused_unless_fresh(tournament_file: Path, uninterrupted: Path,
+                                                tmp_path: Path) -> None:
+    changed = tmp_path / "changed.toml"
+    changed.write_text(TOURNAMENT.replace("deals = 2", "deals = 3"))
+    refused = arena("tournament", str(changed), "--out", str(uninterrupted))
+    assert refused.returncode == 2
+    assert "has changed since the tournament" in refused.stderr
+    assert "--fresh" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path: Path) -> None:
+    text = TOURNAMENT.replace('name = "random2"\nspec = "random"',
+                              'name = "illegal"\nspec = "cmd:python tests/bots/illegal.py"')
+    text = text.replace("deals = 2", "deals = 1").replace("draw = false",
+                                                          "draw = false\nannounce = true")
+    path = tmp_path / "faulty.toml"
+    path.write_text(text)
+    done = arena("tournament", str(path), "--out", str(tmp_path / "out"), "--resamples", "100")
+    assert done.returncode == 0, done.stderr
+    board = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    faults = {b["name"]: b["faults"] for b in board["bots"]}
+    assert faults["illegal"]["illegal"] > 0
+    assert sum(faults["illegal"].values()) == faults["illegal"]["illegal"]
+    for name, counts in faults.items():
+        if name != "illegal":
+            assert sum(counts.values()) == 0, name
+    forfeits = {b["name"]: b["forfeits"] for b in board["bots"]}
+    assert forfeits["illegal"] > 0
+    assert sum(forfeits.values()) == forfeits["illegal"]
