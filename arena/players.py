@@ -13,9 +13,11 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import trio
+from grpc_health.v1 import health_pb2
 
 from arena import __version__
 from arena.botproc import BotProcess, BotSpec, BotStartError, new_channel, wait_serving
@@ -88,6 +90,7 @@ class BotConnection:
                                     startup_s, cwd) if spec.kind == "cmd" else None)
         self._channel: grpc.Channel | None = None
         self._stub: bot_pb2_grpc.BotServiceStub | None = None
+        self._keeper: Any = None
         self._lock = trio.Lock()
         self._dead = ""
 
@@ -105,11 +108,8 @@ class BotConnection:
             await self._connect()
         except BotStartError as e:
             raise HandshakeError(str(e)) from None
-        assert self._stub is not None
         try:
-            reply = await unary_call(self._stub.Hello, hello_request(__version__),
-                                     timeout=HELLO_TIMEOUT_S)
-            info = bot_info_from_response(reply)
+            info = await self._hello()
         except grpc.RpcError as e:
             raise HandshakeError(f"bot {self.name}: hand-shake failed: "
                                  f"{_code_name(e)} {rpc_details(e)}".rstrip()) from None
@@ -125,6 +125,12 @@ class BotConnection:
         self.info = info
         return info
 
+    async def _hello(self) -> BotInfo:
+        assert self._stub is not None
+        reply = await unary_call(self._stub.Hello, hello_request(__version__),
+                                 timeout=HELLO_TIMEOUT_S)
+        return bot_info_from_response(reply)
+
     async def _connect(self) -> None:
         self._drop_channel()
         if self._process is not None:
@@ -138,28 +144,50 @@ class BotConnection:
                 raise
             self._channel = channel
         self._stub = bot_pb2_grpc.BotServiceStub(self._channel)
+        # grpcio's sync channel starts a polling thread whenever a call begins with none in
+        # flight, and ends it when the count drops to zero: about one thread per decision.
+        # One long-lived call (a health Watch nobody reads) keeps that thread alive.
+        watch = self._channel.unary_stream(
+            "/grpc.health.v1.Health/Watch",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString)
+        self._keeper = watch(health_pb2.HealthCheckRequest(service=""))
 
-    async def stub(self) -> bot_pb2_grpc.BotServiceStub:
-        """The stub for the next call; a crashed process is restarted first.
+    async def stub(self, restart: bool = True) -> bot_pb2_grpc.BotServiceStub | None:
+        """The stub for the next call; a crashed process is restarted first (and greeted
+        with Hello again). With ``restart`` False, None instead of a restart.
 
         Raises :class:`Fault` (``crash``) when the bot cannot be restarted.
         """
         if self._dead:
             raise Fault("crash", self._dead)
-        if self._process is not None and (self._stub is None or not self._process.alive()):
-            async with self._lock:  # one restart, however many seats are waiting
+        process = self._process
+        if process is not None and (self._stub is None or not process.alive()):
+            if not restart:
+                return None
+            async with self._lock:
                 if self._dead:
                     raise Fault("crash", self._dead)
-                if self._stub is None or not self._process.alive():
-                    self.restarts += 1
-                    try:
-                        await self._connect()
-                    except BotStartError as e:
-                        self._dead = f"restart failed: {e}"
-                        raise Fault("crash", self._dead) from None
+                if self._stub is None or not process.alive():
+                    await self._restart()
         if self._stub is None:
             raise Fault("crash", "not connected")
         return self._stub
+
+    async def _restart(self) -> None:
+        # Shielded, so a decision's deadline cannot leave a half-started process behind;
+        # the start-up limit still bounds it.
+        self.restarts += 1
+        with trio.CancelScope(shield=True):
+            try:
+                await self._connect()
+                await self._hello()
+            except (BotStartError, grpc.RpcError, WireError) as e:
+                self._drop_channel()
+                if self._process is not None:
+                    self._process.stop_now()
+                self._dead = f"restart failed: {e}"
+                raise Fault("crash", self._dead) from None
 
     async def crash_detail(self, error: grpc.RpcError) -> str:
         """What a failed connection means: the process's exit, or the transport error."""
@@ -174,6 +202,9 @@ class BotConnection:
         return f"connection failed: {rpc_details(error)}"
 
     def _drop_channel(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            self._keeper = None
         if self._channel is not None:
             self._channel.close()
         self._channel = None
@@ -202,6 +233,7 @@ class RemotePlayer:
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
         stub = await self.connection.stub()
+        assert stub is not None
         request = decision_request(view, game_id, table_id, deadline_ms, bank_ms)
         decision = view.decision
         method = (stub.Play if decision is Decision.PLAY else
@@ -222,12 +254,14 @@ class RemotePlayer:
             raise Fault("protocol", str(e)) from None
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
-        stub = await self.connection.stub()
-        await unary_call(stub.RoundEnded, round_ended_request(result), deadline_ms / 1000)
+        stub = await self.connection.stub(restart=False)
+        if stub is not None:  # a dead bot is not restarted just to hear the news
+            await unary_call(stub.RoundEnded, round_ended_request(result), deadline_ms / 1000)
 
     async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
-        stub = await self.connection.stub()
-        await unary_call(stub.GameEnded, game_ended_request(result), deadline_ms / 1000)
+        stub = await self.connection.stub(restart=False)
+        if stub is not None:
+            await unary_call(stub.GameEnded, game_ended_request(result), deadline_ms / 1000)
 
 
 @dataclass(frozen=True, slots=True)

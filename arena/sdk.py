@@ -67,8 +67,8 @@ class Bot:
 
     Every request carries the seat's complete view, so a bot may keep no state at all.
     One that does should key it by :attr:`game_id` (the game of the call being answered):
-    a bot may play several games at once, and with ``serve(workers=N)`` above 1 its
-    methods may run concurrently in different threads.
+    a bot may play several games at once, and its methods may run concurrently in
+    different threads (``serve(workers=N)``, default 4; ``workers=1`` serialises them).
     """
 
     name: ClassVar[str] = "python-bot"
@@ -155,7 +155,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
         return bot_pb2.GameEndedResponse()
 
 
-def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None:
+def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 4) -> None:
     """Serve ``bot`` until SIGTERM or SIGINT; the listen address comes from ``--listen``
     or ``ARENA_BOT_LISTEN`` (``unix:PATH`` or ``HOST:PORT``; port 0 picks a free one).
     """
@@ -163,6 +163,8 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
     parser.add_argument("--listen", default=os.environ.get("ARENA_BOT_LISTEN"),
                         help="unix:PATH or HOST:PORT (default: $ARENA_BOT_LISTEN)")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--workers", type=int, default=workers,
+                        help=f"threads answering calls (default {workers})")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format=f"%(asctime)s {bot.name} %(levelname)s %(message)s")
@@ -171,7 +173,7 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
               file=sys.stderr)
         sys.exit(2)
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers),
+        futures.ThreadPoolExecutor(max_workers=max(1, args.workers)),
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
     bot_pb2_grpc.add_BotServiceServicer_to_server(_Servicer(bot), server)
