@@ -128,7 +128,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     except BotSpecError as e:
         raise UsageError(f"arena play: {e}") from None
     # a remote bot's seat takes the name it gives in the hand-shake
-    seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat}", spec)
+    seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat} ({spec})", spec)
              for seat, spec in enumerate(specs)]
     for flag in ("move_ms", "bank_ms", "max_faults"):
         if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
@@ -264,6 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("arena: interrupted", file=sys.stderr)
+        return 130
+    except BaseExceptionGroup as group:  # Ctrl-C while a trio nursery was open
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
         print("arena: interrupted", file=sys.stderr)
         return 130
 

@@ -10,7 +10,6 @@ it for the rest of the game and no more calls are made to it.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -118,7 +117,9 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     """Play ``game`` to the end between ``players`` (by seat) and return its report.
 
     ``on_round`` is called with each finished round's record. No bot behaviour can make
-    this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most.
+    this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most,
+    except that restarting a crashed bot process (bounded by its start-up limit) is not
+    cut short, so that no half-started process is left behind.
     """
     n = game.players
     if len(players) != n:
@@ -179,7 +180,7 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
                fault: Callable[[int, View, str, str, int | None], None]) -> int:
     seat = view.seat
     deadline_ms = clock.move_ms + bank[seat]
-    started = time.perf_counter()
+    started = trio.current_time()  # the clock the deadline below is measured on
     detail = ""
     kind = ""
     action: Any = None
@@ -190,7 +191,7 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
             kind, detail = f.kind, f.detail
         except Exception as e:  # a broken in-process bot must not stop the game
             kind, detail = "crash", f"{type(e).__name__}: {e}"[:300]
-    elapsed_ms = (time.perf_counter() - started) * 1000
+    elapsed_ms = (trio.current_time() - started) * 1000
     latencies.append(elapsed_ms)
     if elapsed_ms > clock.move_ms:
         bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - clock.move_ms))
