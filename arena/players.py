@@ -8,7 +8,6 @@ share one connection. :class:`LocalPlayer` seats a built-in bot.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -137,9 +136,6 @@ class BotConnection:
         if self._process is not None:
             self._channel = await self._process.start()
         else:
-            if self.spec.kind == "unix" and not os.path.exists(self.spec.value):
-                raise BotStartError(f"bot {self.name}: not reachable: no socket at "
-                                    f"{self.spec.value}")
             channel = new_channel(self.spec.target)
             try:
                 await wait_serving(channel, time.monotonic() + self._startup_s, self.name)

@@ -488,6 +488,7 @@ def test_arena_play_stops_before_the_game_when_a_bot_cannot_play(
                       f"{RANDOM_PY},{spec},heuristic,random", "--record", str(path))
     assert done.returncode == 1
     assert done.stdout == ""
+    message = message.replace("bot seat1:", f"bot seat1 ({spec}):")  # the seat and its spec
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"arena play: {message}")
     assert "Traceback" not in done.stderr
     assert not path.exists()
