@@ -302,9 +302,11 @@ def rate(
             weight = np.bincount(drawn.ravel(), minlength=b * count).reshape(b, count)
         else:
             weight = np.zeros((b, 0), dtype=np.int64)
-        cells = (pair[None, :] + n * n * rows[:, None]).ravel()
-        credits = (weight[:, unit_of] * credit_of[None, :]).ravel()
-        batch_wins = _float_bincount(cells, credits, b * n * n).reshape(b, n, n)
+        # one resample's entries at a time, so memory does not grow with the games
+        flat_wins = np.empty((b, n * n))
+        for r in range(b):
+            flat_wins[r] = _float_bincount(pair, weight[r, unit_of] * credit_of, n * n)
+        batch_wins = flat_wins.reshape(b, n, n)
         start = np.broadcast_to(theta, (b, n))
         thetas[first : first + b] = _newton(batch_wins, start, prior_draws)
 

@@ -31,6 +31,7 @@ Runner = Callable[[Settings, TextIO], dict[str, Any]]
 BENCHMARKS: dict[str, str] = {
     "rules": "benchmarks.rules",
     "referee": "benchmarks.grpc",
+    "tournament": "benchmarks.tournament",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 
