@@ -19,6 +19,7 @@ from arena.bots import BUILTIN_BOTS
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
 from arena.players import HandshakeError, SeatSpec, seated_players
+from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
 from arena.record import RecordError, game_record, verify_record
 from arena.referee import GameReport, TimeControl, play_game
 from arena.rules import GAMES, Game, OptionError, game_class, new_game, option_specs
@@ -83,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="a record (JSON) or records (JSON lines)")
     add_check_bot_parser(sub)
+    add_publish_parser(sub)
+    add_serve_parser(sub)
     return parser
 
 
@@ -253,7 +256,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
-            "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot}
+            "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
+            "publish": cmd_publish, "serve": cmd_serve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,80 @@
+"""``arena serve SITE``: a small static web server for a quick look at a published site.
+
+It listens on 127.0.0.1 only, serves the files under SITE (nothing above it) with the
+right content types, and stops cleanly on Ctrl-C (SIGINT) or SIGTERM. For real hosting
+copy the folder to any static web host; see ``docs/publishing.md``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HOST = "127.0.0.1"
+
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".jsonl": "application/jsonl; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    "": "application/octet-stream",
+}
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    extensions_map = TYPES
+
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+
+class _Stop(Exception):
+    """Raised in the main thread by the SIGTERM handler to leave serve_forever."""
+
+
+def make_server(site: Path, port: int) -> ThreadingHTTPServer:
+    """A server for ``site`` bound to 127.0.0.1:``port`` (0: a free port)."""
+    handler = partial(_Handler, directory=str(site))
+    server = ThreadingHTTPServer((HOST, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve(site: Path, port: int, ready: Callable[[str], None] | None = None) -> None:
+    """Serve ``site`` until SIGINT or SIGTERM; ``ready`` gets the URL once listening.
+
+    Raises OSError when the port cannot be bound.
+    """
+    server = make_server(site, port)
+    url = f"http://{HOST}:{server.server_address[1]}/"
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stop
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if ready is not None:
+            ready(url)
+        server.serve_forever(poll_interval=0.2)
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        server.server_close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,548 @@
+"""``arena publish`` and ``arena serve`` without a browser.
+
+Two small real tournaments are run and published once per module: Wizard with five
+built-in bots (one with a name full of HTML's special characters), and Trumps with a bot
+that breaks the rules (tests/bots/illegal.py), so that there are faults to list. The
+pages are parsed with the standard library and compared with the store, the records
+and ``data/leaderboard.json``. The browser side is in test_site_browser.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from urllib.request import urlopen
+
+import pytest
+
+from arena.cli import main
+from arena.publish.charts import nice_ticks
+from arena.publish.markup import Slugs, slug
+from arena.tournament.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+ODD = 'odd </script> & "co" <b>'
+WIZARD = f"""
+name = "publish-wizard"
+game = "wizard"
+seats = 4
+seed = 4242
+concurrency = 2
+[schedule]
+deals = 1
+[[bots]]
+name = "heuristic"
+spec = "heuristic"
+[[bots]]
+name = "random"
+spec = "random"
+[[bots]]
+name = "heuristic-b"
+spec = "heuristic"
+[[bots]]
+name = "random-b"
+spec = "random"
+[[bots]]
+name = {json.dumps(ODD)}
+spec = "random"
+"""
+ILLEGAL = "cmd:" + shlex.join(["python", str(REPO / "tests" / "bots" / "illegal.py")])
+TRUMPS = f"""
+name = "publish-trumps"
+game = "trumps"
+seats = 4
+seed = 77
+[options]
+announce = true
+[schedule]
+deals = 1
+[[bots]]
+name = "heuristic"
+spec = "heuristic"
+[[bots]]
+name = "random"
+spec = "random"
+[[bots]]
+name = "heuristic-b"
+spec = "heuristic"
+[[bots]]
+name = "random-b"
+spec = "random"
+[[bots]]
+name = "illegal"
+spec = {json.dumps(ILLEGAL)}
+"""
+
+
+# -- a small HTML tree, built with the standard library's parser -------------------------
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict[str, str]
+    children: list[Node | str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self) -> Iterator[Node]:
+        yield self
+        for c in self.children:
+            if isinstance(c, Node):
+                yield from c.iter()
+
+    def find_all(self, tag: str, **attrs: str) -> list[Node]:
+        return [n for n in self.iter() if n.tag == tag
+                and all(n.attrs.get(k.rstrip("_").replace("_", "-")) == v
+                        for k, v in attrs.items())]
+
+    def find(self, tag: str, **attrs: str) -> Node:
+        found = self.find_all(tag, **attrs)
+        assert found, f"no <{tag} {attrs}>"
+        return found[0]
+
+    def by_id(self, ident: str) -> Node:
+        found = [n for n in self.iter() if n.attrs.get("id") == ident]
+        assert len(found) == 1, f"{len(found)} elements with id {ident!r}"
+        return found[0]
+
+    def rows(self) -> list[Node]:
+        """The <tr> of a table's <tbody>."""
+        return [n for body in self.find_all("tbody") for n in body.children
+                if isinstance(n, Node) and n.tag == "tr"]
+
+
+class _Builder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, {k: v or "" for k, v in attrs})
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.stack[-1].children.append(Node(tag, {k: v or "" for k, v in attrs}))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert tag not in VOID, f"end tag </{tag}>"
+        assert self.stack[-1].tag == tag, f"</{tag}> closes <{self.stack[-1].tag}>"
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.stack[-1].children.append(data)
+
+
+def parse(path: Path) -> Node:
+    builder = _Builder()
+    builder.feed(path.read_text(encoding="utf-8"))
+    builder.close()
+    assert builder.stack == [builder.root], f"{path}: unclosed {builder.stack[-1].tag}"
+    return builder.root
+
+
+# -- the sites ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Built:
+    folder: Path
+    site: Path
+    board: dict[str, Any]
+    records: dict[str, dict[str, Any]]
+    """The stored records by game id, read from the store."""
+    pages: dict[Path, Node]
+
+
+def build(tmp: Path, text: str) -> Built:
+    config = tmp / "t.toml"
+    config.write_text(text)
+    folder, site = tmp / "out", tmp / "site"
+    assert main(["tournament", str(config), "--out", str(folder), "--resamples", "50"]) == 0
+    assert main(["publish", str(folder), "--out", str(site), "--resamples", "50"]) == 0
+    with Store.open(folder) as store:
+        records = {g.id: g.record for g in store.iter_games()}
+    board = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
+    return Built(folder, site, board, records,
+                 {p: parse(p) for p in sorted(site.rglob("*.html"))})
+
+
+@pytest.fixture(scope="module")
+def wizard(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return build(tmp_path_factory.mktemp("publish-wizard"), WIZARD)
+
+
+@pytest.fixture(scope="module")
+def trumps(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return build(tmp_path_factory.mktemp("publish-trumps"), TRUMPS)
+
+
+@pytest.fixture(params=["wizard", "trumps"])
+def built(request: pytest.FixtureRequest) -> Built:
+    value: Built = request.getfixturevalue(request.param)
+    return value
+
+
+# -- pages and records --------------------------------------------------------------------
+
+
+def test_every_bot_and_every_game_has_a_page(built: Built) -> None:
+    site = built.site
+    for rel in ("index.html", "games.html", "tournament.html", "data/leaderboard.json",
+                "data/games.jsonl", "assets/site.css", "assets/site.js", "assets/replay.js",
+                "assets/favicon.svg"):
+        assert (site / rel).is_file(), rel
+    names = [b["name"] for b in built.board["bots"]]
+    assert len(names) == 5
+    assert sorted(p.name for p in (site / "bots").iterdir()) == sorted(
+        f"{slug(n)}.html" for n in names)
+    assert sorted(p.stem for p in (site / "games").iterdir()) == sorted(built.records)
+    assert len(built.records) == 20
+    assert len(built.pages) == 3 + 5 + 20
+
+
+def test_the_embedded_record_is_the_stored_record(built: Built) -> None:
+    lines = (built.site / "data" / "games.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == list(built.records.values())
+    for game_id, record in built.records.items():
+        page = built.pages[built.site / "games" / f"{game_id}.html"]
+        script = page.by_id("record")
+        assert script.tag == "script" and script.attrs["type"] == "application/json"
+        assert json.loads(script.text()) == record, game_id
+        replay = page.by_id("replay")
+        assert (replay.attrs["data-round"], replay.attrs["data-trick"],
+                replay.attrs["data-step"]) == ("1", "0", "0")
+        # the first deal is drawn as built: one card box per card, in seat order
+        for seat, hand in enumerate(record["rounds"][0]["hands"]):
+            box = page.find("div", class_="hand", data_seat=str(seat))
+            assert [c.attrs["data-card"] for c in box.find_all("span")] == hand
+    odd = built.site / "games"
+    if ODD in {n for r in built.records.values() for n in r["seats"]}:
+        text = "".join(p.read_text(encoding="utf-8") for p in odd.iterdir())
+        assert "</script> &" not in text  # the name is escaped inside the JSON
+
+
+def test_links_resolve_inside_the_site_and_ids_are_unique(built: Built) -> None:
+    site = built.site.resolve()
+    problems: list[str] = []
+    for path, page in built.pages.items():
+        rel = path.relative_to(built.site)
+        ids = [n.attrs["id"] for n in page.iter() if "id" in n.attrs]
+        if len(ids) != len(set(ids)):
+            problems.append(f"{rel}: duplicate ids")
+        for node in page.iter():
+            for key in ("href", "src"):
+                url = node.attrs.get(key)
+                if url is None:
+                    continue
+                parts = urlsplit(url)
+                if parts.scheme or parts.netloc or url.startswith("/"):
+                    problems.append(f"{rel}: {key}={url!r} is not a relative link")
+                    continue
+                target = (path.parent / unquote(parts.path)).resolve() if parts.path else path
+                if not target.is_relative_to(site) or not target.is_file():
+                    problems.append(f"{rel}: {key}={url!r}: no such file in the site")
+                if parts.fragment and target.suffix == ".html":
+                    other = built.pages[target]
+                    if not any(n.attrs.get("id") == parts.fragment for n in other.iter()):
+                        problems.append(f"{rel}: {key}={url!r}: no such id")
+        if re.search(r"(https?:)?//[a-z0-9]", path.read_text(encoding="utf-8"), re.I):
+            problems.append(f"{rel}: names another host")
+    for asset in ("site.css", "site.js", "replay.js"):
+        if re.search(r"https?://", (built.site / "assets" / asset).read_text(encoding="utf-8")):
+            problems.append(f"assets/{asset}: names another host")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_has_the_frame(built: Built) -> None:
+    for path, page in built.pages.items():
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("<!DOCTYPE html>\n<html lang=\"en\">"), path
+        assert page.find("meta", charset="utf-8")
+        assert page.find("meta", name="viewport")
+        assert page.find("title").text().strip()
+        hrefs = {a.attrs.get("href", "").rsplit("/", 1)[-1]
+                 for nav in page.find_all("nav") for a in nav.find_all("a")}
+        assert {"index.html", "games.html", "tournament.html"} <= hrefs, path
+        assert not [k for n in page.iter() for k in n.attrs if k.startswith("on")], path
+
+
+# -- the leaderboard ------------------------------------------------------------------
+
+
+def test_leaderboard_rows_are_in_rating_order(built: Built) -> None:
+    page = built.pages[built.site / "index.html"]
+    rows = page.by_id("leaderboard").rows()
+    bots = built.board["bots"]
+    assert [r.attrs["data-bot"] for r in rows] == [b["name"] for b in bots]
+    assert [r.attrs["data-rank"] for r in rows] == [str(i) for i in range(1, len(bots) + 1)]
+    assert [b["elo"] for b in bots] == sorted((b["elo"] for b in bots), reverse=True)
+    for row, b in zip(rows, bots, strict=True):
+        cells = {td.attrs["data-col"]: td for td in row.find_all("td")}
+        assert {"rank", "bot", "elo", "games", "mean_score", "bid_accuracy",
+                "faults"} <= set(cells)
+        assert cells["bot"].find("a").attrs["href"] == f"bots/{slug(b['name'])}.html"
+        assert cells["games"].text() == str(b["games"])
+        assert float(cells["elo"].attrs["data-value"]) == b["elo"]
+        assert len(cells["elo"].find_all("svg")) == 1
+        assert cells["faults"].attrs["data-value"] == str(sum(b["faults"].values()))
+        marks = row.find_all("span", class_="provisional")
+        assert len(marks) == (1 if b["provisional"] else 0)
+        assert all(m.attrs["title"].startswith("provisional") for m in marks)
+    sortable = [th.attrs["data-sort"] for th in page.by_id("leaderboard").find_all("th")
+                if "data-sort" in th.attrs]
+    assert {"rank", "bot", "elo", "games", "mean_score"} <= set(sortable)
+
+
+def _chart_table(page: Node, chart: str) -> Node:
+    """The chart's data table: the element after the <figure> holding the chart."""
+    svg = page.by_id(chart)
+    assert svg.tag == "svg"
+    figures = [f for f in page.find_all("figure") if any(n is svg for n in f.iter())]
+    assert len(figures) == 1 and figures[0].find("figcaption").text().strip()
+    parent = next(n for n in page.iter() if any(c is figures[0] for c in n.children))
+    siblings = [c for c in parent.children if isinstance(c, Node)]
+    table = siblings[next(i for i, c in enumerate(siblings) if c is figures[0]) + 1]
+    assert table.tag == "table" and table.attrs["class"] == "chart-data"
+    assert table.attrs["data-chart"] == chart
+    return table
+
+
+def _values(row: Node) -> list[float | None]:
+    return [None if td.attrs["data-value"] == "" else float(td.attrs["data-value"])
+            for td in row.find_all("td") if "data-value" in td.attrs]
+
+
+def test_chart_data_tables_hold_the_leaderboard_numbers(built: Built) -> None:
+    page = built.pages[built.site / "index.html"]
+    board = built.board
+    bots = board["bots"]
+    charts = page.by_id("charts")
+    assert [s.attrs["id"] for s in charts.find_all("svg") if s.attrs.get("class") == "chart"
+            ] == ["chart-ratings", "chart-history", "chart-h2h"] + (
+                ["chart-bids"] if board["game"] == "wizard" else [])
+
+    rows = _chart_table(page, "chart-ratings").rows()
+    assert [r.find("th").text() for r in rows] == [b["name"] for b in bots]
+    assert [_values(r) for r in rows] == [[b["elo"], b["elo_low"], b["elo_high"]] for b in bots]
+
+    rows = _chart_table(page, "chart-history").rows()
+    history = board["elo_history"]
+    assert [_values(r) for r in rows] == [
+        [len(history[b["name"]]), b["elo_incremental"], min(history[b["name"]]),
+         max(history[b["name"]])] for b in bots]
+    assert all(len(history[b["name"]]) == b["games"] for b in bots)
+
+    table = _chart_table(page, "chart-h2h")
+    cells = {(td.attrs["data-a"], td.attrs["data-b"]): float(td.attrs["data-value"])
+             for td in table.find_all("td") if "data-a" in td.attrs}
+    assert cells == {(p["a"], p["b"]): p["score"] for p in board["head_to_head"]}
+
+    if board["game"] == "wizard":
+        rows = _chart_table(page, "chart-bids").rows()
+        hands = [th.text() for th in _chart_table(page, "chart-bids").find("thead")
+                 .find_all("th")][1:]
+        assert hands == [str(h) for h in range(1, 16)]
+        assert [_values(r) for r in rows] == [
+            [b["bid_accuracy_by_hand"].get(h) for h in hands] for b in bots]
+
+
+# -- bots and games -----------------------------------------------------------------------
+
+
+def test_bot_pages_list_opponents_and_faults(built: Built) -> None:
+    faults: dict[str, list[tuple[str, int, int | None]]] = {}
+    for game_id, record in built.records.items():
+        for f in record["faults"]:
+            faults.setdefault(record["seats"][f["seat"]], []).append(
+                (game_id, f["round"], f["trick"]))
+    for b in built.board["bots"]:
+        page = built.pages[built.site / "bots" / f"{slug(b['name'])}.html"]
+        versus = [r.attrs["data-bot"] for r in page.by_id("vs").rows()]
+        assert versus == [p["b"] for p in built.board["head_to_head"] if p["a"] == b["name"]]
+        listed = []
+        for row in page.by_id("faults").rows():
+            link = row.find("a").attrs["href"]
+            assert link == f"../games/{row.attrs['data-game-id']}.html"
+            cells = [td.text() for td in row.find_all("td")]
+            listed.append((row.attrs["data-game-id"], int(cells[2]),
+                           None if cells[3] == "–" else int(cells[3])))
+        assert listed == faults.get(b["name"], [])
+        assert len(listed) == sum(b["faults"].values())
+    if built.board["game"] == "trumps":
+        assert len(faults.get("illegal", [])) > 0 and set(faults) == {"illegal"}
+
+
+def test_games_list_has_a_row_per_game(built: Built) -> None:
+    page = built.pages[built.site / "games.html"]
+    rows = page.by_id("games").rows()
+    assert [r.attrs["data-game-id"] for r in rows] == list(built.records)
+    for row in rows:
+        record = built.records[row.attrs["data-game-id"]]
+        table, deal, _ = row.attrs["data-game-id"].split("-")
+        assert row.attrs["data-table"] == table == record["table_id"]
+        assert row.attrs["data-deal"] == deal.removeprefix("d")
+        assert row.attrs["data-bots"] == ",".join(record["seats"])
+        assert row.find("a").attrs["href"] == f"games/{record['game_id']}.html"
+    bots = [o.attrs["value"] for o in page.by_id("filter-bot").find_all("option")]
+    assert bots == ["", *(b["name"] for b in built.board["bots"])]
+    assert [o.attrs["value"] for o in page.by_id("filter-table").find_all("option")] == [
+        "", *sorted({r.attrs["data-table"] for r in rows})]
+    assert [o.attrs["value"] for o in page.by_id("filter-deal").find_all("option")] == ["", "0"]
+
+
+def test_tournament_page_states_seed_and_commitment(wizard: Built) -> None:
+    text = (wizard.site / "tournament.html").read_text(encoding="utf-8")
+    seed, commitment = wizard.board["seed"], wizard.board["seed_commitment"]
+    assert seed == 4242 and commitment in text
+    command = ("python3 -c &quot;import hashlib; print(hashlib.sha256(b&#x27;4242&#x27;)"
+               ".hexdigest())&quot;")
+    assert command in text
+    assert "arena verify" in text and 'href="data/games.jsonl"' in text
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def test_usage_mistakes_are_one_line_and_exit_2(wizard: Built, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    def run(*args: str) -> str:
+        assert main(["publish", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        return err
+
+    assert run(str(tmp_path / "nowhere"), "--out", str(tmp_path / "s")) == (
+        f"{tmp_path / 'nowhere'}: no tournament here\n")
+    assert run(str(tmp_path), "--out", str(tmp_path / "s")) == f"{tmp_path}: no tournament here\n"
+    assert "must not hold the tournament" in run(str(wizard.folder), "--out",
+                                                 str(wizard.folder))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert "not an earlier trick-arena site" in run(str(wizard.folder), "--out", str(other))
+    assert (other / "notes.txt").read_text() == "mine"
+    assert main(["serve", str(other), "--port", "0"]) == 2
+    assert "no site here" in capsys.readouterr().err
+
+
+def test_publishing_again_replaces_the_old_site(wizard: Built, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "50"]) == 0
+    stale = site / "games" / "t9-d9-r9.html"
+    stale.write_text("an old game")
+    assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "50"]) == 0
+    assert not stale.exists()
+    assert sorted(p.stem for p in (site / "games").iterdir()) == sorted(wizard.records)
+    assert [p.name for p in tmp_path.iterdir()] == ["site"], "no temporary folder left"
+    assert (site / "data" / "leaderboard.json").read_text(encoding="utf-8") == (
+        wizard.site / "data" / "leaderboard.json").read_text(encoding="utf-8")
+
+
+def _start_serve(site: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "arena", "serve", str(site), "--port", "0"],
+                            cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 15)
+    line = proc.stdout.readline() if ready else ""
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    if not found:
+        proc.kill()
+        pytest.fail(f"arena serve printed {line!r}; stderr {proc.communicate()[1]!r}")
+    return proc, found.group(0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_serve_answers_on_loopback_and_stops_on_a_signal(wizard: Built,
+                                                         sig: signal.Signals) -> None:
+    proc, url = _start_serve(wizard.site)
+    try:
+        with urlopen(url + "index.html", timeout=10) as r:
+            assert r.status == 200 and r.headers.get_content_type() == "text/html"
+            assert r.read() == (wizard.site / "index.html").read_bytes()
+        with urlopen(url + "assets/replay.js", timeout=10) as r:
+            assert r.headers.get_content_type() == "text/javascript"
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        assert _listening(port) == ["0100007F"], "not on 127.0.0.1 alone"
+    finally:
+        proc.send_signal(sig)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"arena serve did not stop on {sig.name}")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped" in out
+
+
+def _listening(port: int) -> list[str]:
+    """The local addresses listening on TCP ``port``, from /proc/net/tcp and tcp6."""
+    out = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, hexport = fields[1].split(":")
+            if fields[3] == "0A" and int(hexport, 16) == port:
+                out.append(address)
+    return out
+
+
+# -- small parts ----------------------------------------------------------------------------
+
+
+def test_slugs_are_unique_file_names() -> None:
+    slugs = Slugs(["a b", "a_b", "A_b", "ok-1.0"])
+    names = [slugs["a b"], slugs["a_b"], slugs["A_b"], slugs["ok-1.0"]]
+    assert names[3] == "ok-1.0" and slug("x/../y z") == "x_.._y_z"
+    assert len({n.lower() for n in names}) == 4
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", n) for n in names)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, 1), (1093.2, 2361.7), (-5, 5), (3, 3), (0, 100)])
+def test_ticks_are_round_and_cover_the_range(lo: float, hi: float) -> None:
+    ticks = nice_ticks(lo, hi)
+    assert ticks[0] <= lo and ticks[-1] >= hi and 2 <= len(ticks) <= 12
+    steps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}
+    assert len(steps) == 1
+    step = steps.pop()
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert round(mantissa, 6) in (1, 2, 2.5, 5)
+
+
+def test_publish_time_grows_linearly(wizard: Built, tmp_path: Path) -> None:
+    """Publishing is one pass: far below a second for 20 games (1,000 take ~1.5 s)."""
+    start = time.perf_counter()
+    assert main(["publish", str(wizard.folder), "--out", str(tmp_path / "s"),
+                 "--resamples", "10"]) == 0
+    assert time.perf_counter() - start < 2.0
+    size = sum(p.stat().st_size for p in (tmp_path / "s").rglob("*") if p.is_file())
+    assert size < 2_000_000
+
