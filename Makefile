@@ -25,6 +25,8 @@ $(NODE_BOT): sample_bots/node/package-lock.json
 
 demo: $(STAMP) $(NODE_BOT)
 	$(BIN)/arena tournament tournaments/demo.toml --fresh
+	$(BIN)/arena publish out/demo --out out/demo-site
+	@echo "The demo's site: open out/demo-site/index.html in a browser, or run: $(BIN)/arena serve out/demo-site"
 
 test: $(STAMP) $(NODE_BOT) $(BUF_STAMP)
 	$(BIN)/pytest
