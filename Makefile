@@ -57,4 +57,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info test-artifacts
