@@ -254,6 +254,9 @@ class RemotePlayer:
             raise Fault("protocol", str(e)) from None
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
+        info = self.connection.info
+        if info is not None and info.skip_round_ended:
+            return
         stub = await self.connection.stub(restart=False)
         if stub is not None:  # a dead bot is not restarted just to hear the news
             await unary_call(stub.RoundEnded, round_ended_request(result), deadline_ms / 1000)

@@ -114,9 +114,11 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
         bot = self.bot
         log.info("hello from referee %s (protocol %d)", request.referee_version,
                  request.protocol_version)
+        # a bot that does not override round_ended has no use for the notification
+        skip = type(bot).round_ended is Bot.round_ended
         return hello_response(BotInfo(bot.name, bot.version, bot.author,
                                       min(PROTOCOL_VERSION, request.protocol_version or 1),
-                                      tuple(bot.games)))
+                                      tuple(bot.games), skip))
 
     def _decide(self, request: Any, context: Any, decision: Decision) -> Any:
         _call.game_id, _call.table_id = request.game_id, request.table_id

@@ -469,6 +469,8 @@ class BotInfo:
     protocol_version: int
     games: tuple[str, ...]
     """The games it plays that this code knows (unknown future games are left out)."""
+    skip_round_ended: bool = False
+    """The bot wants no RoundEnded notifications."""
 
 
 def hello_request(referee_version: str) -> bot_pb2.HelloRequest:
@@ -482,7 +484,7 @@ def hello_response(info: BotInfo) -> bot_pb2.HelloResponse:
     return bot_pb2.HelloResponse(
         name=info.name, version=info.version, author=info.author,
         protocol_version=info.protocol_version,
-        games=[game_to_enum(g) for g in info.games])
+        games=[game_to_enum(g) for g in info.games], skip_round_ended=info.skip_round_ended)
 
 
 def bot_info_from_response(response: bot_pb2.HelloResponse) -> BotInfo:
@@ -496,7 +498,7 @@ def bot_info_from_response(response: bot_pb2.HelloResponse) -> BotInfo:
     if not games:
         raise WireError("HelloResponse names no game this referee knows")
     return BotInfo(response.name, response.version, response.author,
-                   response.protocol_version, games)
+                   response.protocol_version, games, response.skip_round_ended)
 
 
 # -- notifications --------------------------------------------------------------------

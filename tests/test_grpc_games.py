@@ -559,3 +559,17 @@ def test_ctrl_c_ends_every_bot_process(arena_sandbox: Sandbox, when: str) -> Non
         assert gone(pid)
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
+
+
+def test_round_ended_goes_only_to_bots_that_want_it(arena_sandbox: Sandbox) -> None:
+    listener, plain = arena_sandbox.tmp / "listener.jsonl", arena_sandbox.tmp / "plain.jsonl"
+    script = TEST_BOTS / "listener.py"
+    report, _ = play_direct(arena_sandbox, "wizard", {"players": 6}, 3,
+                            [bot_cmd(script, "--trace", listener),
+                             bot_cmd(script, "--plain", "--trace", plain),
+                             "random", "random", "random", "random"])
+    assert report.faults == []
+    heard = [c["round"] for c in read_trace(listener) if c["call"] == "round_ended"]
+    assert heard == list(range(1, 11))  # 6 players: 10 rounds
+    assert [c for c in read_trace(plain) if c["call"] == "round_ended"] == []
+    assert decision_calls(read_trace(plain))  # it did play

@@ -25,39 +25,39 @@ _sym_db = _symbol_database.Default()
 from arena.v1 import game_pb2 as arena_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x61rena/v1/bot.proto\x12\x08\x61rena.v1\x1a\x13\x61rena/v1/game.proto\"A\n\x0cHelloRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x17\n\x0freferee_version\x18\x02 \x01(\t\"w\n\rHelloResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x1d\n\x05games\x18\x05 \x03(\x0e\x32\x0e.arena.v1.Game\"\x8b\x01\n\nBidRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12\x12\n\nlegal_bids\x18\x04 \x03(\r\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"\x1d\n\x0b\x42idResponse\x12\x0e\n\x06tricks\x18\x01 \x01(\r\"\xa4\x01\n\x12\x43hooseTrumpRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12#\n\x0blegal_suits\x18\x04 \x03(\x0e\x32\x0e.arena.v1.Suit\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"3\n\x13\x43hooseTrumpResponse\x12\x1c\n\x04suit\x18\x01 \x01(\x0e\x32\x0e.arena.v1.Suit\"\x9d\x01\n\x0bPlayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12#\n\x0blegal_cards\x18\x04 \x03(\x0b\x32\x0e.arena.v1.Card\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\",\n\x0cPlayResponse\x12\x1c\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x0e.arena.v1.Card\"\xd0\x02\n\x11RoundEndedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x1c\n\x04game\x18\x03 \x01(\x0e\x32\x0e.arena.v1.Game\x12\x0c\n\x04seat\x18\x04 \x01(\r\x12\x0f\n\x07players\x18\x05 \x01(\r\x12\r\n\x05round\x18\x06 \x01(\r\x12\x0e\n\x06rounds\x18\x07 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x08 \x01(\r\x12\"\n\ntrump_card\x18\t \x01(\x0b\x32\x0e.arena.v1.Card\x12\x1d\n\x05trump\x18\n \x01(\x0e\x32\x0e.arena.v1.Suit\x12\x1b\n\x04\x62ids\x18\x0b \x03(\x0b\x32\r.arena.v1.Bid\x12\x1f\n\x06tricks\x18\x0c \x03(\x0b\x32\x0f.arena.v1.Trick\x12\x0b\n\x03won\x18\r \x03(\r\x12\x0e\n\x06points\x18\x0e \x03(\x11\x12\x0e\n\x06totals\x18\x0f \x03(\x11\"\x14\n\x12RoundEndedResponse\"\xbd\x01\n\x10GameEndedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x1c\n\x04game\x18\x03 \x01(\x0e\x32\x0e.arena.v1.Game\x12\x0c\n\x04seat\x18\x04 \x01(\r\x12\x0f\n\x07players\x18\x05 \x01(\r\x12\x0e\n\x06totals\x18\x06 \x03(\x11\x12\x0e\n\x06places\x18\x07 \x03(\r\x12\x11\n\tforfeited\x18\x08 \x01(\x08\x12\x16\n\x0e\x66orfeit_reason\x18\t \x01(\t\"\x13\n\x11GameEndedResponse*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01\x32\x8c\x03\n\nBotService\x12\x38\n\x05Hello\x12\x16.arena.v1.HelloRequest\x1a\x17.arena.v1.HelloResponse\x12\x32\n\x03\x42id\x12\x14.arena.v1.BidRequest\x1a\x15.arena.v1.BidResponse\x12J\n\x0b\x43hooseTrump\x12\x1c.arena.v1.ChooseTrumpRequest\x1a\x1d.arena.v1.ChooseTrumpResponse\x12\x35\n\x04Play\x12\x15.arena.v1.PlayRequest\x1a\x16.arena.v1.PlayResponse\x12G\n\nRoundEnded\x12\x1b.arena.v1.RoundEndedRequest\x1a\x1c.arena.v1.RoundEndedResponse\x12\x44\n\tGameEnded\x12\x1a.arena.v1.GameEndedRequest\x1a\x1b.arena.v1.GameEndedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x61rena/v1/bot.proto\x12\x08\x61rena.v1\x1a\x13\x61rena/v1/game.proto\"A\n\x0cHelloRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x17\n\x0freferee_version\x18\x02 \x01(\t\"\x91\x01\n\rHelloResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x1d\n\x05games\x18\x05 \x03(\x0e\x32\x0e.arena.v1.Game\x12\x18\n\x10skip_round_ended\x18\x06 \x01(\x08\"\x8b\x01\n\nBidRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12\x12\n\nlegal_bids\x18\x04 \x03(\r\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"\x1d\n\x0b\x42idResponse\x12\x0e\n\x06tricks\x18\x01 \x01(\r\"\xa4\x01\n\x12\x43hooseTrumpRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12#\n\x0blegal_suits\x18\x04 \x03(\x0e\x32\x0e.arena.v1.Suit\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\"3\n\x13\x43hooseTrumpResponse\x12\x1c\n\x04suit\x18\x01 \x01(\x0e\x32\x0e.arena.v1.Suit\"\x9d\x01\n\x0bPlayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.arena.v1.SeatView\x12#\n\x0blegal_cards\x18\x04 \x03(\x0b\x32\x0e.arena.v1.Card\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x05 \x01(\r\x12\x0f\n\x07\x62\x61nk_ms\x18\x06 \x01(\r\",\n\x0cPlayResponse\x12\x1c\n\x04\x63\x61rd\x18\x01 \x01(\x0b\x32\x0e.arena.v1.Card\"\xd0\x02\n\x11RoundEndedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x1c\n\x04game\x18\x03 \x01(\x0e\x32\x0e.arena.v1.Game\x12\x0c\n\x04seat\x18\x04 \x01(\r\x12\x0f\n\x07players\x18\x05 \x01(\r\x12\r\n\x05round\x18\x06 \x01(\r\x12\x0e\n\x06rounds\x18\x07 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x08 \x01(\r\x12\"\n\ntrump_card\x18\t \x01(\x0b\x32\x0e.arena.v1.Card\x12\x1d\n\x05trump\x18\n \x01(\x0e\x32\x0e.arena.v1.Suit\x12\x1b\n\x04\x62ids\x18\x0b \x03(\x0b\x32\r.arena.v1.Bid\x12\x1f\n\x06tricks\x18\x0c \x03(\x0b\x32\x0f.arena.v1.Trick\x12\x0b\n\x03won\x18\r \x03(\r\x12\x0e\n\x06points\x18\x0e \x03(\x11\x12\x0e\n\x06totals\x18\x0f \x03(\x11\"\x14\n\x12RoundEndedResponse\"\xbd\x01\n\x10GameEndedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x1c\n\x04game\x18\x03 \x01(\x0e\x32\x0e.arena.v1.Game\x12\x0c\n\x04seat\x18\x04 \x01(\r\x12\x0f\n\x07players\x18\x05 \x01(\r\x12\x0e\n\x06totals\x18\x06 \x03(\x11\x12\x0e\n\x06places\x18\x07 \x03(\r\x12\x11\n\tforfeited\x18\x08 \x01(\x08\x12\x16\n\x0e\x66orfeit_reason\x18\t \x01(\t\"\x13\n\x11GameEndedResponse*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01\x32\x8c\x03\n\nBotService\x12\x38\n\x05Hello\x12\x16.arena.v1.HelloRequest\x1a\x17.arena.v1.HelloResponse\x12\x32\n\x03\x42id\x12\x14.arena.v1.BidRequest\x1a\x15.arena.v1.BidResponse\x12J\n\x0b\x43hooseTrump\x12\x1c.arena.v1.ChooseTrumpRequest\x1a\x1d.arena.v1.ChooseTrumpResponse\x12\x35\n\x04Play\x12\x15.arena.v1.PlayRequest\x1a\x16.arena.v1.PlayResponse\x12G\n\nRoundEnded\x12\x1b.arena.v1.RoundEndedRequest\x1a\x1c.arena.v1.RoundEndedResponse\x12\x44\n\tGameEnded\x12\x1a.arena.v1.GameEndedRequest\x1a\x1b.arena.v1.GameEndedResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'arena.v1.bot_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROTOCOLVERSION']._serialized_start=1414
-  _globals['_PROTOCOLVERSION']._serialized_end=1489
+  _globals['_PROTOCOLVERSION']._serialized_start=1441
+  _globals['_PROTOCOLVERSION']._serialized_end=1516
   _globals['_HELLOREQUEST']._serialized_start=53
   _globals['_HELLOREQUEST']._serialized_end=118
-  _globals['_HELLORESPONSE']._serialized_start=120
-  _globals['_HELLORESPONSE']._serialized_end=239
-  _globals['_BIDREQUEST']._serialized_start=242
-  _globals['_BIDREQUEST']._serialized_end=381
-  _globals['_BIDRESPONSE']._serialized_start=383
-  _globals['_BIDRESPONSE']._serialized_end=412
-  _globals['_CHOOSETRUMPREQUEST']._serialized_start=415
-  _globals['_CHOOSETRUMPREQUEST']._serialized_end=579
-  _globals['_CHOOSETRUMPRESPONSE']._serialized_start=581
-  _globals['_CHOOSETRUMPRESPONSE']._serialized_end=632
-  _globals['_PLAYREQUEST']._serialized_start=635
-  _globals['_PLAYREQUEST']._serialized_end=792
-  _globals['_PLAYRESPONSE']._serialized_start=794
-  _globals['_PLAYRESPONSE']._serialized_end=838
-  _globals['_ROUNDENDEDREQUEST']._serialized_start=841
-  _globals['_ROUNDENDEDREQUEST']._serialized_end=1177
-  _globals['_ROUNDENDEDRESPONSE']._serialized_start=1179
-  _globals['_ROUNDENDEDRESPONSE']._serialized_end=1199
-  _globals['_GAMEENDEDREQUEST']._serialized_start=1202
-  _globals['_GAMEENDEDREQUEST']._serialized_end=1391
-  _globals['_GAMEENDEDRESPONSE']._serialized_start=1393
-  _globals['_GAMEENDEDRESPONSE']._serialized_end=1412
-  _globals['_BOTSERVICE']._serialized_start=1492
-  _globals['_BOTSERVICE']._serialized_end=1888
+  _globals['_HELLORESPONSE']._serialized_start=121
+  _globals['_HELLORESPONSE']._serialized_end=266
+  _globals['_BIDREQUEST']._serialized_start=269
+  _globals['_BIDREQUEST']._serialized_end=408
+  _globals['_BIDRESPONSE']._serialized_start=410
+  _globals['_BIDRESPONSE']._serialized_end=439
+  _globals['_CHOOSETRUMPREQUEST']._serialized_start=442
+  _globals['_CHOOSETRUMPREQUEST']._serialized_end=606
+  _globals['_CHOOSETRUMPRESPONSE']._serialized_start=608
+  _globals['_CHOOSETRUMPRESPONSE']._serialized_end=659
+  _globals['_PLAYREQUEST']._serialized_start=662
+  _globals['_PLAYREQUEST']._serialized_end=819
+  _globals['_PLAYRESPONSE']._serialized_start=821
+  _globals['_PLAYRESPONSE']._serialized_end=865
+  _globals['_ROUNDENDEDREQUEST']._serialized_start=868
+  _globals['_ROUNDENDEDREQUEST']._serialized_end=1204
+  _globals['_ROUNDENDEDRESPONSE']._serialized_start=1206
+  _globals['_ROUNDENDEDRESPONSE']._serialized_end=1226
+  _globals['_GAMEENDEDREQUEST']._serialized_start=1229
+  _globals['_GAMEENDEDREQUEST']._serialized_end=1418
+  _globals['_GAMEENDEDRESPONSE']._serialized_start=1420
+  _globals['_GAMEENDEDRESPONSE']._serialized_end=1439
+  _globals['_BOTSERVICE']._serialized_start=1519
+  _globals['_BOTSERVICE']._serialized_end=1915
 # @@protoc_insertion_point(module_scope)

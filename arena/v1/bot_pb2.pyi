@@ -90,6 +90,7 @@ class HelloResponse(_message.Message):
     AUTHOR_FIELD_NUMBER: _builtins.int
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
     GAMES_FIELD_NUMBER: _builtins.int
+    SKIP_ROUND_ENDED_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The bot's name, shown in standings and records."""
     version: _builtins.str
@@ -99,6 +100,11 @@ class HelloResponse(_message.Message):
     protocol_version: _builtins.int
     """The protocol version the bot speaks: at most the referee's protocol_version, and
     at least 1. The referee sends nothing that version does not define.
+    """
+    skip_round_ended: _builtins.bool
+    """True when the bot has no use for RoundEnded notifications: the referee then does
+    not send them, which saves one call per seat and round. GameEnded is always sent.
+    Absent (false) means the bot gets every RoundEnded.
     """
     @_builtins.property
     def games(self) -> _containers.RepeatedScalarFieldContainer[_game_pb2.Game.ValueType]:
@@ -112,10 +118,11 @@ class HelloResponse(_message.Message):
         author: _builtins.str = ...,
         protocol_version: _builtins.int = ...,
         games: _abc.Iterable[_game_pb2.Game.ValueType] | None = ...,
+        skip_round_ended: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "games", b"games", "name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "games", b"games", "name", b"name", "protocol_version", b"protocol_version", "skip_round_ended", b"skip_round_ended", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
