@@ -154,8 +154,22 @@ def card_from_message(msg: game_pb2.Card, game: str | None = None) -> Card:
     raise WireError(f"unknown card kind {kind}")
 
 
+_CARD_OF: Final[dict[str, dict[tuple[int, int, int], Card]]] = {"wizard": {}, "trumps": {}}
+"""The cards already seen by (kind, suit, rank), per game: the bot side's fast path."""
+
+
 def _cards_from(msgs: Sequence[game_pb2.Card], game: str) -> tuple[Card, ...]:
-    return tuple(card_from_message(m, game) for m in msgs)
+    known = _CARD_OF.get(game)
+    if known is None:
+        return tuple(card_from_message(m, game) for m in msgs)
+    out = []
+    for m in msgs:
+        key = (m.kind, m.suit, m.rank)
+        card = known.get(key)
+        if card is None:
+            card = known[key] = card_from_message(m, game)  # checked once per card
+        out.append(card)
+    return tuple(out)
 
 
 # -- options --------------------------------------------------------------------------
@@ -197,9 +211,23 @@ def options_to_message(game: str, options: Mapping[str, Any]) -> game_pb2.Option
     return msg
 
 
+_PARSED_OPTIONS: dict[tuple[str, bytes], dict[str, Any]] = {}
+
+
 def options_from_message(game: str, msg: game_pb2.Options) -> dict[str, Any]:
     """Every option of ``game`` from an ``Options`` message, checked by the rules;
     :class:`WireError` says which value is not allowed."""
+    key = (game, msg.SerializeToString(deterministic=True))
+    cached = _PARSED_OPTIONS.get(key)
+    if cached is not None:
+        return dict(cached)
+    options = _options_from_message(game, msg)
+    if len(_PARSED_OPTIONS) < 256:
+        _PARSED_OPTIONS[key] = dict(options)
+    return options
+
+
+def _options_from_message(game: str, msg: game_pb2.Options) -> dict[str, Any]:
     given: dict[str, Any] = {}
     for name, spec in option_specs(game).items():
         value = getattr(msg, name)
@@ -363,6 +391,28 @@ def _bids_by_seat(msgs: Sequence[game_pb2.Bid], players: int) -> tuple[int | Non
     return tuple(bids)
 
 
+_PARSED_TRICKS: dict[tuple[str, int, bytes], Trick] = {}
+_PARSED_TRICKS_SIZE: Final = 4096
+
+
+def _completed_tricks(msgs: Sequence[game_pb2.Trick], game: str,
+                      players: int) -> tuple[Trick, ...]:
+    """The completed tricks of a view; each request repeats the round's earlier tricks,
+    so parsed ones are kept by their bytes (checked once, then looked up)."""
+    out = []
+    cache = _PARSED_TRICKS
+    for t in msgs:
+        key = (game, players, t.SerializeToString(deterministic=True))
+        trick = cache.get(key)
+        if trick is None:
+            trick = _trick_from(t, game, players, complete=True)
+            if len(cache) >= _PARSED_TRICKS_SIZE:
+                cache.clear()
+            cache[key] = trick
+        out.append(trick)
+    return tuple(out)
+
+
 def view_from_message(msg: game_pb2.SeatView, decision: Decision | None = None,
                       legal: Sequence[int] = ()) -> View:
     """The domain view in a ``SeatView``, with ``decision`` and ``legal`` (which travel in
@@ -390,7 +440,7 @@ def view_from_message(msg: game_pb2.SeatView, decision: Decision | None = None,
                     else None),
         trump=_optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
         trick=_trick_from(msg.trick, game, players, complete=False),
-        tricks=tuple(_trick_from(t, game, players, complete=True) for t in msg.tricks),
+        tricks=_completed_tricks(msg.tricks, game, players),
         won=tuple(msg.won), scores=tuple(msg.scores), stock_size=msg.stock_size,
         tricks_in_round=msg.tricks_in_round, decision=decision, legal=tuple(legal))
 
@@ -593,7 +643,7 @@ def round_result_from_request(msg: bot_pb2.RoundEndedRequest) -> RoundResult:
         trump_card=(card_from_message(msg.trump_card, game) if msg.HasField("trump_card")
                     else None),
         trump=_optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
-        tricks=tuple(_trick_from(t, game, players, complete=True) for t in msg.tricks),
+        tricks=_completed_tricks(msg.tricks, game, players),
         won=tuple(msg.won), points=tuple(msg.points), totals=tuple(msg.totals))
 
 

@@ -22,7 +22,11 @@ Same transport everywhere: unix sockets, the arena's channel options
 every call made by :func:`arena.trio_grpc.unary_call`, as the referee makes them. A
 decision is a bid, a trump choice or a card play; the referee's RoundEnded and GameEnded
 notifications are not counted, but their cost is in the time. The bar: the referee's
-rate is at least 0.7 of ``raw_1``'s and ``raw_8``'s calls/s; the goal is 0.9. The module
+rate is at least 0.7 of the raw calls/s with 1 and with 8 in flight (the goal is 0.9),
+judged against the raw ping-pong with a game's process topology, four servers called in
+turn (``raw_1x4``, ``raw_8x4``). Against a single server (``raw_1``, ``raw_8``, printed
+too) the bar cannot be met with 8 in flight on 2 cores: a referee that cost nothing would
+be capped at ``raw_8x4 / raw_8``, about 0.6 here, and the ratios print that cap. The module
 also says where the time goes: CPU per unit on each side (from the process clocks; on a
 busy machine a steadier figure than the rates), the cost of each step measured
 in-process without a network, and a cProfile of one game.
@@ -607,10 +611,13 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
             "servers": None if theirs is None else round(theirs * 1e6, 1)}
         result["workloads"][w.key] = entry
 
-    pairs = [("1_in_flight", "referee_1", "raw_1", True),
-             (f"{CONCURRENT}_in_flight", "referee_8", "raw_8", True),
-             ("1_in_flight_vs_4_servers", "referee_1", "raw_1x4", False),
-             (f"{CONCURRENT}_in_flight_vs_4_servers", "referee_8", "raw_8x4", False)]
+    # Judged against the raw ping-pong with the same process topology as a game (four
+    # servers, one per bot): against one server even a referee that cost nothing would be
+    # capped at raw_Nx4 / raw_N (printed below), which is under the bar with 8 in flight.
+    pairs = [("1_in_flight_vs_4_servers", "referee_1", "raw_1x4", True),
+             (f"{CONCURRENT}_in_flight_vs_4_servers", "referee_8", "raw_8x4", True),
+             ("1_in_flight", "referee_1", "raw_1", False),
+             (f"{CONCURRENT}_in_flight", "referee_8", "raw_8", False)]
     if workers:
         pairs.append((f"{CONCURRENT}_in_flight_bots_w{workers}", f"referee_8_w{workers}",
                       "raw_8", False))
@@ -633,7 +640,9 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
             met = met and ratio >= BAR
             goal_met = goal_met and ratio >= GOAL
         else:
-            line += "(for information)"
+            cap = by_key[raw_key + "x4"].series.median / b.series.median
+            line += (f"(one server; for information: a zero-cost referee with 4 bots "
+                     f"would reach {cap:.2f})")
         print(line, file=out)
         ratios[name] = {"of_medians": round(ratio, 3),
                         "per_repetition": [round(p, 3) for p in per_rep],
