@@ -67,8 +67,8 @@ class Bot:
 
     Every request carries the seat's complete view, so a bot may keep no state at all.
     One that does should key it by :attr:`game_id` (the game of the call being answered):
-    a bot may play several games at once, and its methods may run concurrently in
-    different threads (``serve(workers=N)``, default 4; ``workers=1`` serialises them).
+    a bot may play several games at once (one call at a time by default; with
+    ``serve(workers=N)`` or ``--workers N`` its methods run concurrently on N threads).
     """
 
     name: ClassVar[str] = "python-bot"
@@ -157,7 +157,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
         return bot_pb2.GameEndedResponse()
 
 
-def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 4) -> None:
+def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None:
     """Serve ``bot`` until SIGTERM or SIGINT; the listen address comes from ``--listen``
     or ``ARENA_BOT_LISTEN`` (``unix:PATH`` or ``HOST:PORT``; port 0 picks a free one).
     """
