@@ -134,8 +134,17 @@ class GamePrinter:
         for seat in order:
             out.print(Text.assemble(f"  {rec['places'][seat]}. ", self._seat(seat),
                                     f"  {rec['totals'][seat]:>5}"))
-        for fault in rec.get("faults", []):
-            out.print(Text(f"  fault: {fault}", style="yellow"))
+        faults = rec.get("faults", [])
+        if faults:
+            out.print()
+            out.print(Text(f"Faults ({len(faults)})", style="bold reverse"))
+        for fault in faults:
+            where = f"round {fault['round']}" + (
+                f", trick {fault['trick']}" if fault.get("trick") else "")
+            forfeit = "; forfeited" if fault.get("forfeited") else ""
+            out.print(Text(f"  {self._who(fault['seat'])} {where}: {fault['kind']}: "
+                           f"{fault['detail']} → the referee: {fault['action']}{forfeit}",
+                           style="yellow"))
 
 
 def _opt(value: Any) -> str:
