@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +60,29 @@ spec = "random"
 TOTAL = 5 * 2 * 4  # tables x deals x rotations
 
 
-def arena(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+SOCKETS = Path(tempfile.mkdtemp(prefix="arena-t-"))
+"""TMPDIR of the arenas these tests start: where their bots' socket folders go."""
+ENV = dict(os.environ, TMPDIR=str(SOCKETS))
+
+
+def arena(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=240, check=False, **kw)
+                          capture_output=True, timeout=240, check=False, env=ENV)
 
 
 def start_arena(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+
+
+def socket_folders() -> list[Path]:
+    return sorted(SOCKETS.glob("arena-bot-*"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sockets_folder() -> Iterator[None]:
+    yield
+    shutil.rmtree(SOCKETS, ignore_errors=True)
 
 
 def done_games(folder: Path) -> int:
@@ -198,6 +216,7 @@ def test_resume_after_kill_9_gives_identical_results(
 def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
                                                      tmp_path: Path) -> None:
     out = tmp_path / "stopped"
+    leftover = socket_folders()  # a kill -9 in another test cannot clean up its own
     proc = start_arena("tournament", str(tournament_file), "--out", str(out))
     try:
         wait_for_games(out, 3, proc)
@@ -211,6 +230,7 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
     assert "Traceback" not in err
     assert f"resume with: arena tournament {tournament_file}" in err
     assert not bot_pids(proc.pid)
+    assert socket_folders() == leftover  # a clean stop removes its bots' socket folders
     with sqlite3.connect(out / "tournament.sqlite") as db:
         statuses = {s for (s,) in db.execute("SELECT status FROM games")}
     assert statuses <= {"done", "running"}
