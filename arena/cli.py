@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="a per-game time bank that slow answers draw down (default 0)")
     play.add_argument("--max-faults", type=int, default=3, metavar="N",
                       help="faults in one game before a bot is forfeited (default 3)")
+    play.add_argument("--startup-ms", type=int, default=10000, metavar="MS",
+                      help="how long a bot may take to start serving (default 10000)")
     play.add_argument("--log-dir", type=Path, metavar="DIR",
                       help="where bot processes' stderr goes (default: a temporary folder)")
 
@@ -133,13 +135,14 @@ def cmd_play(args: argparse.Namespace) -> int:
     # a remote bot's seat takes the name it gives in the hand-shake
     seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat} ({spec})", spec)
              for seat, spec in enumerate(specs)]
-    for flag in ("move_ms", "bank_ms", "max_faults"):
+    for flag in ("move_ms", "bank_ms", "max_faults", "startup_ms"):
         if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
             raise UsageError(f"arena play: --{flag.replace('_', '-')} must be positive")
     clock = TimeControl(args.move_ms, args.bank_ms, args.max_faults)
     log_dir = args.log_dir or Path(tempfile.gettempdir()) / "trick-arena" / f"play-{seed}"
     try:
-        report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet)
+        report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
+                          args.startup_ms / 1000)
     except HandshakeError as e:
         print(f"arena play: {e}", file=sys.stderr)
         return 1
@@ -151,10 +154,10 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
-                seed: int, quiet: bool) -> GameReport:
+                seed: int, quiet: bool, startup_s: float) -> GameReport:
     from arena.render import GamePrinter
 
-    async with seated_players(seats, game.name, log_dir, seed) as players:
+    async with seated_players(seats, game.name, log_dir, seed, startup_s) as players:
         printer = GamePrinter(game_record(game, [p.name for p in players]))
         if not quiet:
             printer.header()

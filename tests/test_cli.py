@@ -95,3 +95,15 @@ def test_console_script_runs() -> None:
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "Final standings" in done.stdout
+
+
+def test_an_unreachable_bot_stops_the_game_before_it_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = f"unix:{tmp_path}/nobody.sock"
+    code, out, err = run(capsys, "play", "--game", "trumps", "--startup-ms", "300",
+                         "--bots", f"{spec},random,random,random",
+                         "--record", str(tmp_path / "r.json"))
+    assert code == 1 and out == ""
+    assert err.startswith(f"arena play: bot seat0 ({spec}): not serving after the start-up")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "r.json").exists()
