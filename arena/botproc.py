@@ -174,7 +174,8 @@ class BotProcess:
     async def start(self) -> grpc.Channel:
         """Start the process, wait until it serves, and return a channel to it."""
         self.stop_now()
-        self._dir = tempfile.mkdtemp(prefix="arena-bot-")
+        sweep_stale_socket_dirs()
+        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-")
         socket_path = os.path.join(self._dir, "bot.sock")
         self.target = f"unix:{socket_path}"
         env = dict(os.environ, ARENA_BOT_LISTEN=self.target, ARENA_PARENT_PID=str(os.getpid()),
@@ -233,6 +234,41 @@ class BotProcess:
             except OSError:
                 pass
             self._dir = None
+
+
+_swept = False
+
+
+def sweep_stale_socket_dirs() -> None:
+    """Remove the socket folders of arena processes that are gone (after a kill -9),
+    once per process. A folder is ``arena-bot-PID-*``; one whose PID lives is left."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    root = tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 4 or parts[:2] != ["arena", "bot"] or not parts[2].isdigit():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+            continue  # its arena still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        folder = os.path.join(root, name)
+        try:
+            for entry in os.listdir(folder):
+                os.unlink(os.path.join(folder, entry))
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def _end_group(proc: subprocess.Popen[Any], grace_s: float) -> None:

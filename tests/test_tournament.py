@@ -192,6 +192,7 @@ def test_resume_after_kill_9_gives_identical_results(
     try:
         wait_for_games(out, 7, proc)
         assert bot_pids(proc.pid), "the tournament's bots should be running"
+        assert list(SOCKETS.glob(f"arena-bot-{proc.pid}-*"))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
@@ -211,6 +212,8 @@ def test_resume_after_kill_9_gives_identical_results(
     assert f"resuming: {kept} of {TOTAL} games already played" in resumed.stdout
     assert f"played {TOTAL - kept} games" in resumed.stdout
     assert results(out) == results(uninterrupted)
+    # the killed arena could not remove its bots' socket folders; the next run did
+    assert not list(SOCKETS.glob(f"arena-bot-{proc.pid}-*"))
 
 
 def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
