@@ -29,8 +29,9 @@ def add_publish_parser(subparsers: Any) -> None:
     p.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
     p.add_argument("--out", type=Path, metavar="SITE", required=True,
                    help="the site folder (created; an earlier site there is replaced)")
-    p.add_argument("--resamples", type=int, default=1000, metavar="N",
-                   help="bootstrap resamples for the rating intervals (default 1000)")
+    p.add_argument("--resamples", type=int, metavar="N",
+                   help="bootstrap resamples for the rating intervals (default: as for the "
+                   "tournament's leaderboard, else 1000)")
 
 
 def add_serve_parser(subparsers: Any) -> None:
@@ -56,7 +57,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     folder: Path = args.folder
     if not folder.is_dir() or not Store.exists(folder):
         return _usage(f"{folder}: no tournament here")
-    if args.resamples < 1:
+    if args.resamples is not None and args.resamples < 1:
         return _usage("arena publish: --resamples must be positive")
     start = time.perf_counter()
     try:

@@ -95,7 +95,7 @@ class Summary:
     """Total bytes of the site's files."""
 
 
-def publish(folder: Path, out: Path, resamples: int = 1000) -> Summary:
+def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
     """Build the site of the tournament in ``folder`` (which must hold a store) into
     ``out``, replacing an earlier publish there. Raises :class:`PublishError` when there
     is no store in ``folder`` or ``out`` is unusable (it holds other files, or holds the
@@ -113,6 +113,9 @@ def publish(folder: Path, out: Path, resamples: int = 1000) -> Summary:
             total = store.count_done()
             names = [str(b["name"]) for b in registered]
             site = _Site(staging, meta, Slugs(names), total)
+            if resamples is None:  # as the tournament's own leaderboard was built
+                stored = meta.get("resamples", "")
+                resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
             lb = build_leaderboard(site.tap(store.iter_games()), meta, registered,
                                    resamples=resamples)
         site.finish(lb, registered)

@@ -118,6 +118,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:
+    store.set_meta({"resamples": str(resamples)})  # arena publish builds the same board
     board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
                               resamples=resamples)
     written = write_leaderboard(folder, board)
