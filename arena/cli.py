@@ -18,6 +18,7 @@ from arena.botproc import BotSpec, BotSpecError
 from arena.bots import BUILTIN_BOTS
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
+from arena.files import atomic_writer
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
 from arena.record import RecordError, game_record, verify_record
@@ -177,10 +178,9 @@ async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: 
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n")
-        tmp.replace(path)
+        with atomic_writer(path) as out:
+            out.write(json.dumps(data, separators=(",", ":")) + "\n")
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
 

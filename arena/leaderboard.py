@@ -15,21 +15,20 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.files import atomic_writer
 from arena.ratings import GameScores, incremental_elo, mean_and_se, rate
+from arena.referee import FAULT_KINDS
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 FORMAT = "trick-arena.leaderboard/1"
-FAULT_KINDS = ("timeout", "illegal", "protocol", "crash")
 LEVEL = 0.95
 """The confidence level of the Elo intervals."""
 PRIOR_DRAWS = 1.0
@@ -490,23 +489,12 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
     console.print(table)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes the file private; a leaderboard is public
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_leaderboard(folder: Path, lb: Mapping[str, Any]) -> list[Path]:
     """Write leaderboard.md, .csv and .json into ``folder``, each atomically; the paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / name for name in FILES]
     for path, text in zip(paths, (render_markdown(lb), render_csv(lb), render_json(lb)),
                           strict=True):
-        _write_atomic(path, text)
+        with atomic_writer(path) as out:
+            out.write(text)
     return paths

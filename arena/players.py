@@ -22,6 +22,7 @@ from grpc_health.v1 import health_pb2
 from arena import __version__
 from arena.botproc import BotProcess, BotSpec, BotStartError, new_channel, wait_serving
 from arena.bots import Bot, make_bot
+from arena.files import safe_name
 from arena.referee import Fault, Player
 from arena.rules import Decision, View
 from arena.trio_grpc import rpc_code, rpc_details, unary_call
@@ -86,7 +87,7 @@ class BotConnection:
         self.info: BotInfo | None = None
         self.restarts = 0
         self._startup_s = startup_s
-        self._process = (BotProcess(name, spec.value, log_dir / f"{_safe(name)}.log",
+        self._process = (BotProcess(name, spec.value, log_dir / f"{safe_name(name)}.log",
                                     startup_s, cwd) if spec.kind == "cmd" else None)
         self._channel: grpc.Channel | None = None
         self._stub: bot_pb2_grpc.BotServiceStub | None = None
@@ -241,7 +242,8 @@ class RemotePlayer:
         try:
             response = await unary_call(method, request, timeout=deadline_ms / 1000)
         except grpc.RpcError as e:
-            kind = _FAULTS_BY_CODE.get(rpc_code(e), "protocol")  # type: ignore[arg-type]
+            code = rpc_code(e)
+            kind = "protocol" if code is None else _FAULTS_BY_CODE.get(code, "protocol")
             if kind == "timeout":
                 raise Fault(kind, f"no answer within {deadline_ms} ms") from None
             if kind == "crash":
@@ -320,10 +322,6 @@ async def seated_players(seats: Sequence[SeatSpec], game: str, log_dir: Path,
 def _code_name(error: grpc.RpcError) -> str:
     code = rpc_code(error)
     return code.name if code is not None else "UNKNOWN"
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "bot"
 
 
 __all__ = [

@@ -39,7 +39,6 @@ __all__ = [
     "incremental_elo",
     "mean_and_se",
     "pairwise",
-    "percentile",
     "rate",
 ]
 
@@ -377,19 +376,3 @@ def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(variance / n)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Percentile q (0..100) with linear interpolation between closest ranks; nan if empty.
-
-    The same definition as numpy's default. Raises ValueError for q outside 0..100.
-    """
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"percentile must be between 0 and 100, not {q}")
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

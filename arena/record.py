@@ -97,7 +97,7 @@ def _cards(values: Any, where: str) -> list[int]:
     if not isinstance(values, list):
         raise RecordError(f"{where}: expected a list of cards")
     try:
-        return [parse_card(v) if isinstance(v, str) else parse_card(repr(v)) for v in values]
+        return [parse_card(v if isinstance(v, str) else repr(v)) for v in values]
     except CardError as e:
         raise RecordError(f"{where}: {e}") from None
 

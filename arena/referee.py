@@ -18,7 +18,7 @@ import trio
 
 from arena.record import game_record, round_record
 from arena.rules import Decision, Game, IllegalAction, View
-from arena.rules.cards import JESTER, WIZARD, format_card, format_suit
+from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, most_held_suit
 from arena.wire import GameResult, RoundResult, game_result, round_result
 
 FAULT_KINDS = ("timeout", "illegal", "protocol", "crash")
@@ -73,8 +73,7 @@ def default_action(view: View) -> int:
     if view.decision is Decision.BID:
         return min(legal)
     if view.decision is Decision.TRUMP:
-        counts = [sum(1 for c in view.hand if c >> 4 == s) for s in range(4)]
-        return max(legal, key=lambda s: (counts[s], -s))
+        return most_held_suit(view.hand, legal)
     return min(legal, key=_card_order)
 
 

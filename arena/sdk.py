@@ -39,7 +39,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arena.rules import Decision, View
-from arena.rules.cards import Card, Suit
+from arena.rules.cards import Card, Suit, most_held_suit
 from arena.v1 import bot_pb2, bot_pb2_grpc
 from arena.wire import (
     PROTOCOL_VERSION,
@@ -95,9 +95,9 @@ class Bot:
         raise NotImplementedError
 
     def choose_trump(self, view: View) -> Suit:
-        """Wizard, dealer, a Wizard turned: the trump suit. Default: the suit held most."""
-        counts = [sum(1 for c in view.hand if c >> 4 == s) for s in range(4)]
-        return max(view.legal, key=lambda s: counts[s])
+        """Wizard, dealer, a Wizard turned: the trump suit. Default: the suit held most
+        (ties: the first in C, D, H, S order), as the referee's default action."""
+        return most_held_suit(view.hand, view.legal)
 
     def round_ended(self, result: RoundResult) -> None:
         """Every seat's bids, tricks and points, and the round's tricks (optional)."""

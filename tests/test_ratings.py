@@ -26,7 +26,6 @@ from arena.ratings import (
     incremental_elo,
     mean_and_se,
     pairwise,
-    percentile,
     rate,
 )
 
@@ -444,18 +443,3 @@ def test_mean_and_standard_error() -> None:
     assert mean_and_se([4.0]) == (4.0, 0.0)
     empty_mean, empty_se = mean_and_se([])
     assert math.isnan(empty_mean) and empty_se == 0.0
-
-
-@pytest.mark.parametrize("q", [0.0, 2.5, 25.0, 50.0, 62.5, 97.5, 100.0])
-def test_percentile_interpolates_like_numpy(q: float) -> None:
-    values = [5.0, 1.0, 9.0, 4.0, 4.0, 12.5, -3.0]
-    assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
-    assert percentile([7.0], q) == 7.0
-
-
-def test_percentile_edges() -> None:
-    assert percentile([1.0, 2.0], 50) == 1.5
-    assert math.isnan(percentile([], 50))
-    for q in (-1.0, 100.5, math.nan):
-        with pytest.raises(ValueError):
-            percentile([1.0], q)

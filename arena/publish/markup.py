@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from arena import __version__
+from arena.files import safe_name
 from arena.rules.cards import card_symbol, parse_card
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 NAV = (("index.html", "Leaderboard"), ("games.html", "Games"),
        ("tournament.html", "Tournament"))
@@ -24,7 +22,7 @@ def esc(value: object) -> str:
 
 def slug(name: str) -> str:
     """A file name for ``name``: characters other than ``[A-Za-z0-9._-]`` become ``_``."""
-    return _UNSAFE.sub("_", name) or "_"
+    return safe_name(name)
 
 
 class Slugs:

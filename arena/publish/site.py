@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from arena import __version__
-from arena.leaderboard import FAULT_KINDS, build_leaderboard, render_json
+from arena.leaderboard import build_leaderboard, render_json
 from arena.publish import charts
 from arena.publish.markup import (
     Slugs,
@@ -41,6 +41,7 @@ from arena.publish.markup import (
     slug,
     table,
 )
+from arena.referee import FAULT_KINDS
 from arena.tournament.schedule import tables
 from arena.tournament.store import Store, StoredGame
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from arena.rules.cards import Card, Suit
+from arena.rules.cards import SUIT_NAMES, Card, Suit, card_symbol
 
 
 class Decision(enum.Enum):
@@ -98,6 +98,11 @@ class Outcome:
     places: tuple[int, ...]
 
 
+def shuffle_key(game: str, players: int, seed: int, round_number: int) -> str:
+    """The string that seeds one deal's shuffle: it names nothing but the deal."""
+    return f"trick-arena/{game}/{players}/{seed}/{round_number}"
+
+
 def places_from_totals(totals: Sequence[int]) -> tuple[int, ...]:
     """Competition ranking: a seat's place is 1 + the number of seats with a higher total."""
     return tuple(1 + sum(1 for u in totals if u > t) for t in totals)
@@ -153,8 +158,23 @@ class Game(ABC):
         """Raise :class:`IllegalAction` saying why ``action`` is not allowed now."""
         if self.to_move is None:
             raise IllegalAction("the game is over")
-        if type(action) is not int or action not in self.legal_actions():
+        if type(action) is not int:
+            raise IllegalAction(f"seat {self.to_move}: {action!r} is not an action")
+        if action not in self.legal_actions():
             raise IllegalAction(self._why_illegal(action))
+
+    def _why_unplayable(self, hand: Sequence[Card], action: int, led: int,
+                        allowed: str = "") -> str:
+        """Why a card outside the legal ones may not be played: not held, or not the
+        led suit (``allowed`` names what may always be played instead)."""
+        seat = self.to_move
+        try:
+            shown = card_symbol(action)
+        except IndexError:
+            shown = repr(action)
+        if action not in hand:
+            return f"seat {seat}: does not hold {shown}"
+        return f"seat {seat}: must follow {SUIT_NAMES[led]} with {shown}{allowed}"
 
     @abstractmethod
     def _why_illegal(self, action: int) -> str:

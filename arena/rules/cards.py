@@ -99,6 +99,15 @@ def format_cards(cards: Iterable[Card]) -> list[str]:
     return [format_card(c) for c in cards]
 
 
+def most_held_suit(hand: Iterable[Card], suits: Iterable[Suit] = SUITS) -> Suit:
+    """The suit among ``suits`` that ``hand`` holds most cards of; ties go to the first in
+    C, D, H, S order."""
+    counts = [0, 0, 0, 0, 0]
+    for c in hand:
+        counts[c >> 4] += 1
+    return max(suits, key=lambda s: (counts[s], -s))
+
+
 def wizard_deck() -> list[Card]:
     """The 60 Wizard cards in a fixed order: suits ranks 1..13, then 4 Wizards, 4 Jesters."""
     return [make_card(s, r) for s in SUITS for r in range(1, 14)] + [WIZARD] * 4 + [JESTER] * 4

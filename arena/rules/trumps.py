@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from arena.rules.base import Decision, Game, RoundLog, Trick, View
-from arena.rules.cards import SUIT_NAMES, Card, card_symbol, parse_suit, standard_deck
+from arena.rules.base import Decision, Game, RoundLog, Trick, View, shuffle_key
+from arena.rules.cards import Card, parse_suit, standard_deck
 from arena.rules.options import OptionSpec, resolve_options
-from arena.rules.wizard import deal_seed
 
 _PLAY, _BID = Decision.PLAY, Decision.BID
 _DECK = standard_deck()
@@ -68,7 +67,7 @@ class TrumpsGame(Game):
         self.announce: bool = self.options["announce"]
         self.seed = seed
         deck = _DECK[:]
-        random.Random(deal_seed(self.name, n, seed, 1)).shuffle(deck)
+        random.Random(shuffle_key(self.name, n, seed, 1)).shuffle(deck)
         hands: list[list[Card]] = [[] for _ in range(n)]
         for k in range(n):
             hands[(1 + k) % n] = sorted(deck[k : HAND_SIZE * n : n])
@@ -184,18 +183,9 @@ class TrumpsGame(Game):
 
     def _why_illegal(self, action: int) -> str:
         seat = self.to_move
-        if not isinstance(action, int) or isinstance(action, bool):
-            return f"seat {seat}: {action!r} is not an action"
         if self.decision is _BID:
             return f"seat {seat}: announcement {action} is outside 0..{self.tricks_in_game}"
-        hand = self.hands[seat]  # type: ignore[index]
-        if action not in hand:
-            try:
-                shown = card_symbol(action)
-            except (IndexError, TypeError):
-                shown = repr(action)
-            return f"seat {seat}: does not hold {shown}"
-        return f"seat {seat}: must follow {SUIT_NAMES[self.led]} with {card_symbol(action)}"
+        return self._why_unplayable(self.hands[seat], action, self.led)  # type: ignore[index]
 
     def view(self, seat: int) -> View:
         n = self.players

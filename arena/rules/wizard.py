@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from arena.rules.base import Decision, Game, RoundLog, Trick, View
-from arena.rules.cards import JESTER, SUIT_NAMES, WIZARD, Card, card_symbol, wizard_deck
+from arena.rules.base import Decision, Game, RoundLog, Trick, View, shuffle_key
+from arena.rules.cards import JESTER, WIZARD, Card, wizard_deck
 from arena.rules.options import OptionSpec, resolve_options
 
 _PLAY, _BID, _TRUMP = Decision.PLAY, Decision.BID, Decision.TRUMP
@@ -45,11 +45,6 @@ def wizard_round_points(bid: int, won: int) -> int:
     return 20 + 10 * won if bid == won else -10 * abs(won - bid)
 
 
-def deal_seed(game: str, players: int, seed: int, round_number: int) -> str:
-    """The string that seeds one deal's shuffle: it names nothing but the deal."""
-    return f"trick-arena/{game}/{players}/{seed}/{round_number}"
-
-
 class WizardGame(Game):
     """A game of Wizard. See RULES.md, game 1, and docs/rules.md."""
 
@@ -77,7 +72,7 @@ class WizardGame(Game):
     def _start_round(self, r: int) -> None:
         n = self.players
         deck = _DECK[:]
-        random.Random(deal_seed(self.name, n, self.seed, r)).shuffle(deck)
+        random.Random(shuffle_key(self.name, n, self.seed, r)).shuffle(deck)
         dealer = (r - 1) % n
         hands: list[list[Card]] = [[] for _ in range(n)]
         for k in range(n):
@@ -216,8 +211,6 @@ class WizardGame(Game):
     def _why_illegal(self, action: int) -> str:
         seat = self.to_move
         d = self.decision
-        if not isinstance(action, int) or isinstance(action, bool):
-            return f"seat {seat}: {action!r} is not an action"
         if d is _BID:
             if not 0 <= action <= self.round:
                 return f"seat {seat}: bid {action} is outside 0..{self.round}"
@@ -225,15 +218,8 @@ class WizardGame(Game):
                     f"the bids would sum to {self.round}, the number of tricks")
         if d is _TRUMP:
             return f"seat {seat}: {action} is not a suit (0..3); the dealer must name a suit"
-        hand = self.hands[seat]  # type: ignore[index]
-        if action not in hand:
-            try:
-                shown = card_symbol(action)
-            except (IndexError, TypeError):
-                shown = repr(action)
-            return f"seat {seat}: does not hold {shown}"
-        return (f"seat {seat}: must follow {SUIT_NAMES[self.led]} with "
-                f"{card_symbol(action)} (a Wizard or a Jester is always allowed)")
+        return self._why_unplayable(self.hands[seat], action, self.led,  # type: ignore[index]
+                                    " (a Wizard or a Jester is always allowed)")
 
     def view(self, seat: int) -> View:
         n = self.players

@@ -56,7 +56,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     with store:
         try:
-            seed, commitment = prepare(config, store, fresh=args.fresh)
+            seed, commitment = prepare(config, store)
         except TournamentError as e:
             print(str(e), file=sys.stderr)
             return 2

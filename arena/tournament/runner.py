@@ -16,6 +16,7 @@ import trio
 
 from arena import __version__
 from arena.bots import make_bot
+from arena.files import atomic_writer
 from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
 from arena.referee import Player, TimeControl, play_game
 from arena.rules import new_game
@@ -38,11 +39,12 @@ class RunSummary:
     seconds: float
 
 
-def prepare(config: TournamentConfig, store: Store, fresh: bool = False) -> tuple[int, str]:
+def prepare(config: TournamentConfig, store: Store) -> tuple[int, str]:
     """Check the store against the file and record the tournament; returns (seed, commitment).
 
-    A store made from a different file is refused unless ``fresh``; a new tournament with
-    no seed in its file draws a random 128-bit seed.
+    A store made from a different file is refused (``--fresh`` empties the store before
+    this is called); a new tournament with no seed in its file draws a random 128-bit
+    seed.
     """
     meta = store.meta()
     if "tournament_hash" in meta and meta["tournament_hash"] != config.digest:
@@ -182,10 +184,8 @@ async def _play_all(config: TournamentConfig, pending: list[ScheduledGame],
 def export_records(store: Store, path: Path) -> int:
     """Write every finished game's record as JSON lines; returns how many."""
     count = 0
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as out:
+    with atomic_writer(path) as out:
         for game in store.iter_games():
             out.write(json.dumps(game.record, separators=(",", ":")) + "\n")
             count += 1
-    tmp.replace(path)
     return count
