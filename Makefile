@@ -23,12 +23,22 @@ $(NODE_BOT): sample_bots/node/package-lock.json
 	if command -v npm >/dev/null; then npm ci --prefix sample_bots/node --no-audit --no-fund && touch $(NODE_BOT); \
 	else echo "npm not found: the Node.js sample bot is left out"; fi
 
-demo: $(STAMP) $(NODE_BOT)
+# Bot processes run under bubblewrap (Debian's bubblewrap package). As root with apt-get
+# it is installed here; elsewhere the arena says which package is missing.
+BWRAP := /usr/bin/bwrap
+$(BWRAP):
+	@if command -v bwrap >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; \
+	else echo "bubblewrap is not installed: install the 'bubblewrap' package (bots run in its sandbox)"; fi
+
+demo: $(STAMP) $(NODE_BOT) $(BWRAP)
 	$(BIN)/arena tournament tournaments/demo.toml --fresh
 	$(BIN)/arena publish out/demo --out out/demo-site
 	@echo "The demo's site: open out/demo-site/index.html in a browser, or run: $(BIN)/arena serve out/demo-site"
 
-test: $(STAMP) $(NODE_BOT) $(BUF_STAMP)
+test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP)
 	$(BIN)/pytest
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,13 +19,23 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import grpc
 import trio
 from grpc_health.v1 import health_pb2
 
 from arena.bots import BUILTIN_BOTS
+from arena.files import safe_name
+from arena.sandbox import (
+    Cgroup,
+    Confinement,
+    SandboxError,
+    bwrap_args,
+    limit_mechanism,
+    spawn_wrapper,
+    sweep_stale_cgroups,
+)
 from arena.trio_grpc import rpc_code, unary_call
 
 MAX_MESSAGE_BYTES = 256 * 1024
@@ -124,8 +135,8 @@ async def wait_serving(channel: grpc.Channel, deadline: float, name: str,
         if left <= 0:
             raise BotStartError(f"bot {name}: not serving after the start-up limit ({last})")
         if process is not None and process.returncode is not None:
-            raise BotStartError(f"bot {name}: exited with code {process.returncode} "
-                                f"before serving; see {process.log_path}")
+            raise BotStartError(f"bot {name}: {process.exit_text()} before serving; "
+                                f"see {process.log_path}")
         try:
             reply = await unary_call(check, health_pb2.HealthCheckRequest(service=""),
                                      timeout=min(left, 1.0))
@@ -140,89 +151,245 @@ async def wait_serving(channel: grpc.Channel, deadline: float, name: str,
 
 
 class BotProcess:
-    """One ``cmd:`` bot: a child process in its own process group, on a private socket.
+    """One ``cmd:`` bot process, confined (see :mod:`arena.sandbox`), on a private socket.
 
-    :meth:`start` starts it and waits until it serves; :meth:`stop` ends its whole
-    process group (SIGTERM, then SIGKILL) and removes its socket directory. Its stderr
-    goes to ``log_path``, cut off at :data:`LOG_CAP_BYTES`.
+    :meth:`spawn` starts it; :meth:`ready` waits until it serves and returns a channel;
+    :meth:`aclose` ends it without blocking the trio thread (SIGTERM, then SIGKILL) and
+    removes its socket folder and cgroup. Its stderr goes to ``log_path``, cut off at
+    :data:`LOG_CAP_BYTES`. One object is one process: a restart is a new object, so an
+    exit code always belongs to the process that had it.
     """
 
     def __init__(self, name: str, command: str, log_path: Path, startup_s: float = 10.0,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, confinement: Confinement | None = None,
+                 hide: tuple[Path, ...] = ()) -> None:
         self.name = name
         self.command = command
         self.log_path = log_path
         self.startup_s = startup_s
         self.cwd = cwd
-        self.starts = 0
+        self.confinement = confinement or Confinement(sandbox=False)
+        self.hide = hide
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None
+        self._cgroup: Cgroup | None = None
+        self._deadline = 0.0
+        self._exit_code: int | None = None
         self.target = ""
 
     @property
     def pid(self) -> int | None:
+        """The process id while it is ours (None before the start and after the end)."""
         return self._proc.pid if self._proc else None
 
     @property
     def returncode(self) -> int | None:
-        """None while the process runs (or was never started)."""
-        return None if self._proc is None else self._proc.poll()
+        """None while the process runs (or before it was started); then its exit code."""
+        if self._exit_code is None and self._proc is not None:
+            self._exit_code = self._proc.poll()
+        return self._exit_code
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._proc is not None and self.returncode is None
 
-    async def start(self) -> grpc.Channel:
-        """Start the process, wait until it serves, and return a channel to it."""
-        self.stop_now()
+    def spawn(self) -> None:
+        """Start the process (confined, in its cgroup); :class:`BotStartError` if it cannot."""
+        if self._proc is not None:
+            raise RuntimeError("a BotProcess starts once")
         sweep_stale_socket_dirs()
+        cwd = (self.cwd or Path.cwd()).absolute()
         self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-")
         socket_path = os.path.join(self._dir, "bot.sock")
         self.target = f"unix:{socket_path}"
-        env = dict(os.environ, ARENA_BOT_LISTEN=self.target, ARENA_PARENT_PID=str(os.getpid()),
-                   PYTHONUNBUFFERED="1")
+        confinement = self.confinement
+        args = command_args(self.command)
+        program = shutil.which(args[0], path=os.environ.get("PATH")) if os.sep not in args[0] \
+            else str(cwd / args[0])
+        if program is None or not os.path.exists(program):
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
+                                f"No such file or directory")
+        if not os.access(program, os.X_OK) or os.path.isdir(program):
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
+                                f"Permission denied")
+        env = bot_environment(self.target, confinement)
+        mechanism = limit_mechanism()
+        try:
+            if confinement.sandbox:
+                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide)
+                env = {}
+            else:
+                env = {**os.environ, **env}
+            if mechanism.cgroups:
+                self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
+        except SandboxError as e:
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: {e}") from None
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        mode = "ab" if self.starts else "wb"
-        with open(self.log_path, mode) as log:
-            if self.starts:
-                log.write(f"\n--- restart {self.starts} ---\n".encode())
         try:
             self._proc = subprocess.Popen(
-                command_args(self.command), env=env, cwd=self.cwd,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                start_new_session=True)
+                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, start_new_session=True)
         except OSError as e:
-            self.stop_now()
+            self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
-        self.starts += 1
         _drain_to_log(self._proc, self.log_path)
-        deadline = time.monotonic() + self.startup_s
-        while not os.path.exists(socket_path):
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self.stop_now()
-                raise BotStartError(f"bot {self.name}: exited with code {code} before "
-                                    f"serving; see {self.log_path}")
-            if time.monotonic() > deadline:
-                self.stop_now()
-                raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g} s "
-                                    f"(does it listen on $ARENA_BOT_LISTEN?); "
-                                    f"see {self.log_path}")
-            await trio.sleep(0.005)
-        channel = new_channel(self.target)
+        self._deadline = time.monotonic() + self.startup_s
+
+    async def ready(self) -> grpc.Channel:
+        """Wait until the spawned process serves; a channel to it. On failure the process
+        is ended and :class:`BotStartError` says why."""
+        assert self._proc is not None and self._dir is not None
+        socket_path = os.path.join(self._dir, "bot.sock")
         try:
-            await wait_serving(channel, deadline, self.name, self)
+            while not os.path.exists(socket_path):
+                if self.returncode is not None:
+                    raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
+                                        f"serving; see {self.log_path}")
+                if time.monotonic() > self._deadline:
+                    raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g}"
+                                        f" s (does it listen on $ARENA_BOT_LISTEN?); "
+                                        f"see {self.log_path}")
+                await trio.sleep(0.005)
+            channel = new_channel(self.target)
+            try:
+                await wait_serving(channel, self._deadline, self.name, self)
+            except BaseException:
+                channel.close()
+                raise
         except BaseException:
-            channel.close()
-            self.stop_now()
+            with trio.CancelScope(shield=True):
+                await self.aclose()
             raise
         return channel
 
-    def stop_now(self, grace_s: float = 1.0) -> None:
-        """End the process group (SIGTERM, SIGKILL after ``grace_s``); safe to call twice."""
-        proc, self._proc = self._proc, None
+    async def start(self) -> grpc.Channel:
+        """:meth:`spawn`, then :meth:`ready`."""
+        self.spawn()
+        return await self.ready()
+
+    # -- while it runs ----------------------------------------------------------------
+
+    def freeze(self) -> None:
+        """Stop the bot's processes between its calls (where it has a cgroup)."""
+        if self._cgroup is not None:
+            self._cgroup.freeze()
+
+    def thaw(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.thaw()
+
+    def cpu_ns(self) -> int | None:
+        """CPU time the bot's processes have used so far (None where not measurable)."""
+        return self._cgroup.cpu_ns() if self._cgroup is not None else None
+
+    def limit_detail(self) -> str | None:
+        """The limit an ended process ran into, as a fault detail ("memory limit 1024 MiB
+        reached"), or None when it ended for another reason."""
+        limits = self.confinement.limits
+        if self._cgroup is not None:
+            hit = self._cgroup.limit_hit()
+            if hit is not None:
+                return hit
+        code = self.returncode
+        signo = -code if code is not None and code < 0 else (
+            code - 128 if code is not None and code > 128 else 0)
+        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s and
+                                       (self.cpu_ns() or 0) >= limits.cpu_s * 10**9):
+            return f"CPU time limit {limits.cpu_s} s reached"
+        if signo == signal.SIGXFSZ:
+            return f"file size limit {limits.file_mb} MiB reached"
+        return None
+
+    def exit_text(self) -> str:
+        """How the process ended, for fault details: ``exited with code 3``."""
+        code = self.returncode
+        if code is None:
+            return "still running"
+        limit = self.limit_detail()
+        if limit is not None:
+            return limit
+        if code < 0:
+            return f"was killed by {_signal_name(-code)}"
+        if code > 128 and self.confinement.sandbox:  # bubblewrap reports a signal so
+            return f"was killed by {_signal_name(code - 128)}"
+        return f"exited with code {code}"
+
+    # -- ending it --------------------------------------------------------------------
+
+    async def aclose(self, grace_s: float = 1.0) -> None:
+        """End the process and everything it started: SIGTERM, then SIGKILL after
+        ``grace_s``. Never blocks the trio thread; safe to call twice."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._signal_all(signal.SIGTERM)
+            with trio.move_on_after(grace_s):
+                while proc.poll() is None:
+                    await trio.sleep(0.005)
         if proc is not None:
-            _end_group(proc, grace_s)
+            self._signal_all(signal.SIGKILL)
+            with trio.move_on_after(5):
+                while proc.poll() is None:
+                    await trio.sleep(0.005)
+            # the cgroup empties a moment after the leader is reaped
+            with trio.move_on_after(1):
+                while self._cgroup is not None and self._cgroup.pids():
+                    self._signal_all(signal.SIGKILL)
+                    await trio.sleep(0.005)
+        self._finish()
+
+    def stop_now(self, grace_s: float = 1.0) -> None:
+        """A blocking :meth:`aclose`, for the last clean-up outside trio."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._signal_all(signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc is not None:
+            self._signal_all(signal.SIGKILL)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._finish()
+
+    def _signal_all(self, signo: int) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if self._cgroup is not None:
+            # thawed first: a frozen process does not act on signals (cgroup v1)
+            self._cgroup.thaw()
+            # SIGTERM goes to the bot, not to bubblewrap, which would end it with SIGKILL
+            spare = proc.pid if signo == signal.SIGTERM and self.confinement.sandbox else None
+            self._cgroup.kill_all(signo, spare)
+            if spare is not None:
+                return
+        try:  # the process group: the wrapper, bubblewrap or an unsandboxed bot's children
+            os.killpg(proc.pid, signo)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _finish(self) -> None:
+        proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
+        if proc is not None:
+            self._exit_code = proc.poll()
+            if proc.stderr is not None:
+                try:
+                    proc.stderr.close()
+                except OSError:
+                    pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._cgroup is not None and not self._cgroup.pids():
+            self._cgroup.remove()
+            self._cgroup = None
         if self._dir is not None:
             for entry in os.listdir(self._dir):
                 try:
@@ -236,16 +403,39 @@ class BotProcess:
             self._dir = None
 
 
+def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
+    """The variables a bot process gets (documented in docs/protocol.md): the listen
+    address, and in the sandbox a plain PATH, HOME and locale; plus what the tournament
+    file grants the bot."""
+    env = {"ARENA_BOT_LISTEN": target, "PYTHONUNBUFFERED": "1"}
+    if confinement.sandbox:
+        env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
+                    "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(dict(confinement.env))
+    return env
+
+
+def _signal_name(signo: int) -> str:
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return f"signal {signo}"
+
+
 _swept = False
 
 
 def sweep_stale_socket_dirs() -> None:
-    """Remove the socket folders of arena processes that are gone (after a kill -9),
-    once per process. A folder is ``arena-bot-PID-*``; one whose PID lives is left."""
+    """Remove the socket folders and cgroups of arena processes that are gone (after a
+    kill -9), once per process. A folder is ``arena-bot-PID-*``; one whose PID lives is
+    left."""
     global _swept
     if _swept:
         return
     _swept = True
+    mechanism = limit_mechanism()
+    if mechanism.cgroups:
+        sweep_stale_cgroups(mechanism)
     root = tempfile.gettempdir()
     try:
         names = os.listdir(root)
@@ -271,30 +461,6 @@ def sweep_stale_socket_dirs() -> None:
             pass
 
 
-def _end_group(proc: subprocess.Popen[Any], grace_s: float) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    try:  # the leader may be gone while children of the group live on
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-    if proc.stderr is not None:
-        try:
-            proc.stderr.close()
-        except OSError:
-            pass
-
-
 def _drain_to_log(proc: subprocess.Popen[bytes], path: Path) -> None:
     """Copy the process's stderr to ``path`` on a daemon thread, up to the cap."""
     import threading
@@ -302,7 +468,7 @@ def _drain_to_log(proc: subprocess.Popen[bytes], path: Path) -> None:
     stream = cast(io.BufferedReader, proc.stderr)
 
     def pump() -> None:
-        written = path.stat().st_size if path.exists() else 0
+        written = 0
         with open(path, "ab", buffering=0) as log:
             while True:
                 try:

@@ -39,6 +39,7 @@ from arena.record import RecordError, verify_record
 from arena.referee import GRACE_S, Fault, Player, TimeControl, describe_action, play_game
 from arena.rules import GAMES, Decision, Game, IllegalAction, View, new_game
 from arena.rules.cards import JESTER, SUIT_LETTERS, WIZARD, format_card
+from arena.sandbox import Confinement, SandboxError, add_sandbox_flags, confinement_from_args
 from arena.trio_grpc import rpc_code, rpc_details
 from arena.wire import PROTOCOL_VERSION, BotInfo, GameResult, RoundResult
 
@@ -473,17 +474,18 @@ class Checker:
 
 
 async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None, move_ms: int,
-                     games_per_kind: int, log_dir: Path) -> Report:
+                     games_per_kind: int, log_dir: Path,
+                     confinement: Confinement | None = None) -> Report:
     """Run every check on the bot ``spec``; :class:`HandshakeError` when it cannot play.
 
     ``games`` None means every game the bot claims. Every process started is ended.
     """
     report = Report(spec_text)
-    connection = BotConnection(spec_text, spec, log_dir)
-    report.log_path = connection.log_path
+    connection = BotConnection(spec_text, spec, log_dir, confinement=confinement)
     try:
         started = time.perf_counter()
         info = await connection.open()
+        report.log_path = connection.log_path
         ready_s = time.perf_counter() - started
         report.info = info
         report.pid = connection.pid
@@ -512,7 +514,7 @@ async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None,
                         f"crashed and was restarted {restarts} time"
                         f"{'s' if restarts > 1 else ''}")
     finally:
-        connection.close()
+        await connection.aclose()
     return report
 
 
@@ -594,6 +596,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--log-dir", type=Path, metavar="DIR",
                    help="where the bot's stderr goes (default: a temporary folder)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_sandbox_flags(p)
 
 
 def _usage(message: str) -> int:
@@ -620,7 +623,12 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
                                / f"check-bot-{os.getpid()}")
     games = [args.game] if args.game else None
     try:
-        report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games, log_dir)
+        confinement = confinement_from_args(args, spec.kind == "cmd")
+    except SandboxError as e:
+        return _usage(str(e))
+    try:
+        report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games, log_dir,
+                          confinement)
     except HandshakeError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         if args.json:

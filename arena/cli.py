@@ -25,6 +25,7 @@ from arena.record import RecordError, game_record, verify_record
 from arena.referee import GameReport, TimeControl, play_game
 from arena.rules import GAMES, Game, OptionError, game_class, new_game, option_specs
 from arena.rules.options import parse_option_texts
+from arena.sandbox import Confinement, SandboxError, add_sandbox_flags, confinement_from_args
 
 
 class UsageError(Exception):
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="how long a bot may take to start serving (default 10000)")
     play.add_argument("--log-dir", type=Path, metavar="DIR",
                       help="where bot processes' stderr goes (default: a temporary folder)")
+    add_sandbox_flags(play)
 
     tour = sub.add_parser("tournament", help="run (or resume) a tournament from a file")
     tour.add_argument("file", type=Path, metavar="FILE", help="a tournament file (TOML)")
@@ -140,10 +142,14 @@ def cmd_play(args: argparse.Namespace) -> int:
         if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
             raise UsageError(f"arena play: --{flag.replace('_', '-')} must be positive")
     clock = TimeControl(args.move_ms, args.bank_ms, args.max_faults)
+    try:
+        confinement = confinement_from_args(args, any(spec.kind == "cmd" for spec in specs))
+    except SandboxError as e:
+        raise UsageError(f"arena play: {e}") from None
     log_dir = args.log_dir or Path(tempfile.gettempdir()) / "trick-arena" / f"play-{seed}"
     try:
         report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
-                          args.startup_ms / 1000)
+                          args.startup_ms / 1000, confinement)
     except HandshakeError as e:
         print(f"arena play: {e}", file=sys.stderr)
         return 1
@@ -155,10 +161,12 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
-                seed: int, quiet: bool, startup_s: float) -> GameReport:
+                seed: int, quiet: bool, startup_s: float,
+                confinement: Confinement) -> GameReport:
     from arena.render import GamePrinter
 
-    async with seated_players(seats, game.name, log_dir, seed, startup_s) as players:
+    async with seated_players(seats, game.name, log_dir, seed, startup_s,
+                              confinement) as players:
         printer = GamePrinter(game_record(game, [p.name for p in players]))
         if not quiet:
             printer.header()

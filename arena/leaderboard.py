@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.faults import FAULT_KINDS
 from arena.files import atomic_writer
 from arena.ratings import GameScores, incremental_elo, mean_and_se, rate
-from arena.referee import FAULT_KINDS
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -38,18 +38,33 @@ PROVISIONAL_GAMES = 20
 PROVISIONAL_HALF_WIDTH = 100.0
 """A bot whose Elo interval is wider than twice this is provisional."""
 FILES = ("leaderboard.md", "leaderboard.csv", "leaderboard.json")
+ISOLATION_MODES = {
+    "deal": "a process per bot plays one game at a time and never sees a deal twice",
+    "game": "a fresh process per bot and game",
+    "shared": "bot processes may play several games at once and see a deal more than once; "
+              "trusted bots only",
+}
+"""What each isolation mode (the store's ``isolation`` metadata) means, for people."""
+DEFAULT_ISOLATION = "shared"
+"""The isolation of a store that does not say (one written before the setting existed)."""
+UNSANDBOXED = "(no sandbox)"
+"""The mark after the name of a bot that ran without the sandbox (untrusted mode off)."""
+UNSANDBOXED_NOTE = ("the arena did not confine the bot in its sandbox (untrusted mode off, "
+                    "or a bot served from elsewhere)")
 
 CSV_COLUMNS = (
-    "rank", "name", "version", "elo", "elo_low", "elo_high", "p_above_next",
+    "rank", "name", "version", "sandboxed", "elo", "elo_low", "elo_high", "p_above_next",
     "elo_incremental", "games", "mean_score", "mean_score_se", "mean_place", "wins",
     "shared_wins", *(f"faults_{k}" for k in FAULT_KINDS), "forfeits", "latency_p50_ms",
-    "latency_p95_ms", "latency_max_ms", "bid_accuracy", "bid_error", "bid_bias",
+    "latency_p95_ms", "latency_max_ms", "cpu_p50_ms", "cpu_p95_ms", "cpu_max_ms",
+    "bid_accuracy", "bid_error", "bid_bias",
     "provisional",
 )
 
 
 class LatencyHistogram:
-    """Answer latencies in log-spaced bins 1% wide, so memory does not grow with answers.
+    """Times in milliseconds (answer latencies, CPU time per decision) in log-spaced bins 1%
+    wide, so memory does not grow with answers.
 
     :meth:`quantile` gives the nearest-rank percentile to within 0.5%; ``max`` is exact.
     """
@@ -102,6 +117,8 @@ class _BotStats:
     faults: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAULT_KINDS, 0))
     forfeits: int = 0
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    cpu: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """The bot process's CPU time per decision (decisions where it was measured)."""
     bid_rounds: int = 0
     bid_exact: int = 0
     bid_abs_error: int = 0
@@ -126,7 +143,10 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     """The leaderboard of the finished ``games`` (in schedule order), as a JSON-ready dict.
 
     ``meta`` is the store's metadata (missing keys give nulls), ``bots`` the registered
-    bots (for their versions). Bots with no finished game are not listed.
+    bots (for their versions and whether they ran sandboxed; a bot not listed there, or
+    without a ``sandboxed`` key, counts as sandboxed). Bots with no finished game are not
+    listed. The isolation is ``meta["isolation"]``, else the one every registered bot
+    names, else :data:`DEFAULT_ISOLATION` (a store from before the setting).
     """
     stats: dict[str, _BotStats] = {}
     pairs: dict[tuple[str, str], _Pair] = {}
@@ -148,6 +168,8 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         for name, score in zip(gs.bots, gs.scores, strict=True):
             by_bot.setdefault(name, []).append(score)
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
+    unsandboxed = {str(b.get("name")) for b in bots
+                   if b.get("sandboxed") is not None and not b.get("sandboxed")}
     wizard = game_name == "wizard"
 
     entries: list[dict[str, Any]] = []
@@ -160,6 +182,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
             "rank": rank,
             "name": name,
             "version": versions.get(name),
+            "sandboxed": name not in unsandboxed,
             "elo": _r(rating.elo, 1),
             "elo_low": _r(rating.low, 1),
             "elo_high": _r(rating.high, 1),
@@ -173,11 +196,8 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
             "shared_wins": s.shared_wins,
             "faults": dict(s.faults),
             "forfeits": s.forfeits,
-            "latency_ms": None if not s.latency.count else {
-                "p50": _r(s.latency.quantile(0.50), 3),
-                "p95": _r(s.latency.quantile(0.95), 3),
-                "max": _r(s.latency.max, 3),
-            },
+            "latency_ms": _quantiles(s.latency),
+            "cpu_ms": _quantiles(s.cpu),
             "bid_accuracy": _r(s.bid_exact / s.bid_rounds, 4) if s.bid_rounds else None,
             "bid_error": _r(s.bid_abs_error / s.bid_rounds, 4) if s.bid_rounds else None,
             "bid_bias": _r(s.bid_diff / s.bid_rounds, 4) if s.bid_rounds else None,
@@ -202,6 +222,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "time_control": {"move_ms": _int(meta.get("move_ms")),
                          "bank_ms": _int(meta.get("bank_ms")),
                          "max_faults": _int(meta.get("max_faults"))},
+        "isolation": meta.get("isolation") or _common_isolation(bots) or DEFAULT_ISOLATION,
         "arena_version": meta.get("arena_version"),
         "tournament_hash": meta.get("tournament_hash"),
         "rating": {"method": "bradley-terry", "resamples": resamples, "seed": rating_seed,
@@ -230,6 +251,9 @@ def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _B
                 s.shared_wins += 1
         for ms in stored.latencies_ms[seat] if seat < len(stored.latencies_ms) else ():
             s.latency.add(ms)
+        for cpu in stored.cpu_ms[seat] if seat < len(stored.cpu_ms) else ():
+            if cpu is not None:
+                s.cpu.add(cpu)
     forfeited = record.get("forfeited")
     for fault in record.get("faults") or ():
         s = seat_stats[fault["seat"]]
@@ -266,6 +290,20 @@ def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _B
                 pair.losses += 1
             else:
                 pair.draws += 1
+
+
+def _common_isolation(bots: Sequence[Mapping[str, Any]]) -> str | None:
+    """The isolation all registered bots name, if they name one and the same."""
+    named = {str(b.get("isolation") or "") for b in bots}
+    return named.pop() if len(named) == 1 and "" not in named else None
+
+
+def _quantiles(histogram: LatencyHistogram) -> dict[str, float | None] | None:
+    """``p50``, ``p95`` and ``max`` of a histogram in ms, or None when it is empty."""
+    if not histogram.count:
+        return None
+    return {"p50": _r(histogram.quantile(0.50), 3), "p95": _r(histogram.quantile(0.95), 3),
+            "max": _r(histogram.max, 3)}
 
 
 def _head_to_head(order: Sequence[str], pairs: Mapping[tuple[str, str], _Pair],
@@ -348,6 +386,21 @@ def _options_text(options: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in options.items())
 
 
+def isolation_line(lb: Mapping[str, Any]) -> str | None:
+    """The warning line printed under the ranking when bot processes are shared between
+    games (``isolation: shared — ...``); None for the other modes."""
+    isolation = lb.get("isolation") or DEFAULT_ISOLATION
+    if isolation != "shared":
+        return None
+    return f"isolation: shared — {ISOLATION_MODES['shared']}"
+
+
+def _bot_name(b: Mapping[str, Any]) -> str:
+    """The bot's name with its marks: ``?`` if provisional, then ``(no sandbox)``."""
+    return (str(b["name"]) + ("?" if b["provisional"] else "")
+            + ("" if b.get("sandboxed", True) else f" {UNSANDBOXED}"))
+
+
 def _md(text: Any) -> str:
     """Text for a Markdown table cell."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
@@ -369,6 +422,7 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
         summary.append(f"seed commitment `{lb['seed_commitment']}`")
     if lb.get("seed") is not None:
         summary.append(f"seed {lb['seed']}")
+    summary.append(f"isolation: {lb.get('isolation') or DEFAULT_ISOLATION}")
     lines += ["; ".join(summary) + ".", ""]
     bots = lb["bots"]
     if not bots:
@@ -376,27 +430,33 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
     level = round(100 * (lb.get("rating") or {}).get("level", LEVEL))
     lines += [
         f"| # | Bot | Version | Elo | {level}% interval | P(> next) | Classic Elo | Games "
-        "| Mean score | Mean place | Wins | Bid acc. | Faults | Forfeits | p50 / p95 ms |",
-        "|--:|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|",
+        "| Mean score | Mean place | Wins | Bid acc. | Faults | Forfeits | p50 / p95 ms "
+        "| CPU p50/p95 ms |",
+        "|--:|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|",
     ]
     for b in bots:
-        mark = "?" if b["provisional"] else ""
         wins = str(b["wins"]) + (f" ({b['shared_wins']} shared)" if b["shared_wins"] else "")
         lines.append(
-            f"| {b['rank']} | {_md(b['name'])}{mark} | {_md(b['version'] or '')} "
+            f"| {b['rank']} | {_md(_bot_name(b))} | {_md(b['version'] or '')} "
             f"| {_num(b['elo'])} | {_num(b['elo_low'])}–{_num(b['elo_high'])} "
             f"| {_pct(b['p_above_next'])} | {_num(b['elo_incremental'])} | {b['games']} "
             f"| {_num(b['mean_score'], 2)} ± {_num(b['mean_score_se'], 2)} "
             f"| {_num(b['mean_place'], 2)} | {wins} | {_pct(b['bid_accuracy'])} "
             f"| {_faults_text(b['faults'])} | {b['forfeits']} "
-            f"| {_latency_text(b['latency_ms'])} |")
+            f"| {_latency_text(b['latency_ms'])} | {_latency_text(b.get('cpu_ms'))} |")
+    warning = isolation_line(lb)
+    if warning:
+        lines += ["", warning]
     if any(b["provisional"] for b in bots):
         lines += ["", f"? provisional: fewer than {PROVISIONAL_GAMES} games, or an Elo "
                   f"interval wider than ±{PROVISIONAL_HALF_WIDTH:.0f}."]
+    if not all(b.get("sandboxed", True) for b in bots):
+        lines += ["", f"{UNSANDBOXED}: {UNSANDBOXED_NOTE}."]
     lines += ["", f"Elo: Bradley-Terry fit of the pairwise results, {level}% interval "
               "from a bootstrap over duplicate sets; P(> next): the share of resamples in "
               "which the bot rates above the next one; Classic Elo: incremental, in "
-              "schedule order."]
+              "schedule order; p50 / p95 ms: answer times; CPU p50/p95 ms: the bot "
+              "process's CPU time per decision, where it was measured."]
     scores = {(h["a"], h["b"]): h for h in lb["head_to_head"]}
     if scores:
         names = [b["name"] for b in bots]
@@ -415,11 +475,14 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
 def csv_row(entry: Mapping[str, Any]) -> dict[str, Any]:
     """One bot's flat CSV row (nulls become empty cells)."""
     latency = entry["latency_ms"] or {}
+    cpu = entry.get("cpu_ms") or {}
     row: dict[str, Any] = {k: entry.get(k) for k in CSV_COLUMNS if k in entry}
     for kind in FAULT_KINDS:
         row[f"faults_{kind}"] = entry["faults"].get(kind, 0)
     for key in ("p50", "p95", "max"):
         row[f"latency_{key}_ms"] = latency.get(key)
+        row[f"cpu_{key}_ms"] = cpu.get(key)
+    row["sandboxed"] = "true" if entry.get("sandboxed", True) else "false"
     row["provisional"] = "true" if entry["provisional"] else "false"
     return {k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS}
 
@@ -439,12 +502,14 @@ def render_json(lb: Mapping[str, Any]) -> str:
     return json.dumps(lb, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-_DROP_WHEN_NARROW = ("Classic", "ms p50/p95", "Place", "P>next")
+_DROP_WHEN_NARROW = ("CPU p50/p95 ms", "Classic", "ms p50/p95", "Place", "P>next")
 """Terminal columns left out, in this order, until the table fits the console."""
 
 
 def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
-    """Print the ranking as a table on the terminal (provisional bots dimmed, marked ?).
+    """Print the ranking as a table on the terminal (provisional bots dimmed, marked ?;
+    bots that ran without the sandbox marked ``(no sandbox)``), and under it the isolation
+    warning when bot processes are shared (:func:`isolation_line`).
 
     On a narrow console the least needed columns are left out (:data:`_DROP_WHEN_NARROW`).
     """
@@ -455,19 +520,20 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     columns: dict[str, list[str]] = {h: [] for h in (
         "#", "Bot", "Elo", "P>next", "Classic", "Games", "Score", "Place", "Bid", "Faults",
-        "ms p50/p95")}
+        "ms p50/p95", "CPU p50/p95 ms")}
     for b in lb["bots"]:
         half = (None if b["elo_high"] is None or b["elo_low"] is None
                 else (b["elo_high"] - b["elo_low"]) / 2)
         faults = sum(b["faults"].values())
         for header, cell in zip(columns, (
-                str(b["rank"]), b["name"] + ("?" if b["provisional"] else ""),
+                str(b["rank"]), _bot_name(b),
                 f"{_num(b['elo'])}±{_num(half)}", _pct(b["p_above_next"]),
                 _num(b["elo_incremental"]), str(b["games"]),
                 f"{_num(b['mean_score'], 1)}±{_num(b['mean_score_se'], 1)}",
                 _num(b["mean_place"], 2), _pct(b["bid_accuracy"]),
                 str(faults) + (f" ({b['forfeits']})" if b["forfeits"] else ""),
-                _latency_text(b["latency_ms"], "/")), strict=True):
+                _latency_text(b["latency_ms"], "/"),
+                _latency_text(b.get("cpu_ms"), "/")), strict=True):
             columns[header].append(cell)
     widths = {h: max(len(h), *(len(c) for c in cells)) + 3 for h, cells in columns.items()}
     for header in _DROP_WHEN_NARROW:
@@ -478,7 +544,9 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
     table = Table(title=f"{lb.get('tournament') or 'Tournament'}: {lb.get('game') or '?'}, "
                   f"{lb['games']} games", box=box.SIMPLE_HEAD, pad_edge=False,
                   caption=f"Elo ± half its {level}% interval; ? provisional; "
-                  "faults (forfeits)")
+                  "faults (forfeits)"
+                  + (f"; {UNSANDBOXED} untrusted mode off"
+                     if not all(b.get("sandboxed", True) for b in lb["bots"]) else ""))
     for header in columns:
         bot = header == "Bot"
         table.add_column(header, justify="left" if bot else "right", no_wrap=not bot,
@@ -487,6 +555,9 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
         table.add_row(*(cells[row] for cells in columns.values()),
                       style="dim" if b["provisional"] else None)
     console.print(table)
+    warning = isolation_line(lb)
+    if warning and lb["bots"]:
+        console.print(warning, style="yellow", markup=False, highlight=False)
 
 
 def write_leaderboard(folder: Path, lb: Mapping[str, Any]) -> list[Path]:

@@ -8,6 +8,7 @@ share one connection. :class:`LocalPlayer` seats a built-in bot.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from arena.bots import Bot, make_bot
 from arena.files import safe_name
 from arena.referee import Fault, Player
 from arena.rules import Decision, View
+from arena.sandbox import Confinement
 from arena.trio_grpc import rpc_code, rpc_details, unary_call
 from arena.v1 import bot_pb2_grpc
 from arena.wire import (
@@ -59,6 +61,7 @@ class LocalPlayer:
     def __init__(self, bot: Bot, name: str | None = None) -> None:
         self.bot = bot
         self.name = name or bot.name
+        self.last_cpu_ms: float | None = None
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -75,25 +78,39 @@ class BotConnection:
     """One external bot: a ``cmd:`` process the arena runs, or a ``grpc://``/``unix:`` address.
 
     :meth:`open` starts (or reaches) it and does the hand-shake; :meth:`stub` returns the
-    stub for the next call, restarting a crashed process first; :meth:`close` ends it.
+    stub for the next call, restarting a crashed process first (a new process, greeted
+    and checked like the first); :meth:`aclose` ends it. Between its calls the process is
+    stopped (SIGSTOP, where it has a cgroup): a bot uses CPU only while it is asked.
     """
 
     def __init__(self, name: str, spec: BotSpec, log_dir: Path, startup_s: float = 10.0,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, confinement: Confinement | None = None,
+                 hide: tuple[Path, ...] = (), expect: BotInfo | None = None) -> None:
         if spec.kind == "builtin":
             raise ValueError("a built-in bot needs no connection")
         self.name = name
         self.spec = spec
         self.info: BotInfo | None = None
+        self.expect = expect
+        """The hand-shake a restarted (or pooled) process must repeat: name and protocol."""
         self.restarts = 0
+        self.games = 0
+        """Games this connection has been leased for (see :mod:`arena.pool`)."""
+        self.deals: set[int] = set()
+        """Deal seeds this connection's processes have seen (see :mod:`arena.pool`)."""
         self._startup_s = startup_s
-        self._process = (BotProcess(name, spec.value, log_dir / f"{safe_name(name)}.log",
-                                    startup_s, cwd) if spec.kind == "cmd" else None)
+        self._cwd = cwd
+        self._log_dir = log_dir
+        self.confinement = confinement or Confinement()
+        self._hide = hide
+        self._process: BotProcess | None = None
         self._channel: grpc.Channel | None = None
+        self._retired: list[grpc.Channel] = []
         self._stub: bot_pb2_grpc.BotServiceStub | None = None
         self._keeper: Any = None
         self._lock = trio.Lock()
         self._dead = ""
+        self._busy = 0
 
     @property
     def log_path(self) -> Path | None:
@@ -103,14 +120,45 @@ class BotConnection:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def process(self) -> BotProcess | None:
+        """The current process (a restart replaces it)."""
+        return self._process
+
+    @property
+    def usable(self) -> bool:
+        """Connected, and not given up on after a failed restart."""
+        return not self._dead and self._stub is not None and (
+            self._process is None or self._process.alive())
+
     async def open(self, game: str | None = None) -> BotInfo:
         """Start or reach the bot and do the hand-shake; :class:`HandshakeError` if it fails."""
         try:
             await self._connect()
+            info = await self._greet()
         except BotStartError as e:
+            await self._end_process()
             raise HandshakeError(str(e)) from None
+        except BaseException:  # a failed hand-shake, or a cancelled one: no process left
+            await self._end_process()
+            raise
+        if game is not None and game not in info.games:
+            await self._end_process()
+            raise HandshakeError(f"bot {self.name}: does not play {game} "
+                                 f"(it plays {', '.join(info.games)})")
+        self.info = info
+        self.expect = self.expect or info
+        self._rest()
+        return info
+
+    async def _greet(self) -> BotInfo:
+        """Hello, checked: the protocol version, and for a restarted or pooled process the
+        same name and version as the first."""
+        assert self._stub is not None
         try:
-            info = await self._hello()
+            reply = await unary_call(self._stub.Hello, hello_request(__version__),
+                                     timeout=HELLO_TIMEOUT_S)
+            info = bot_info_from_response(reply)
         except grpc.RpcError as e:
             raise HandshakeError(f"bot {self.name}: hand-shake failed: "
                                  f"{_code_name(e)} {rpc_details(e)}".rstrip()) from None
@@ -120,22 +168,23 @@ class BotConnection:
             raise HandshakeError(f"bot {self.name}: speaks protocol version "
                                  f"{info.protocol_version}; this referee speaks 1.."
                                  f"{PROTOCOL_VERSION}")
-        if game is not None and game not in info.games:
-            raise HandshakeError(f"bot {self.name}: does not play {game} "
-                                 f"(it plays {', '.join(info.games)})")
-        self.info = info
+        expect = self.expect
+        if expect is not None and (info.name, info.protocol_version) != (
+                expect.name, expect.protocol_version):
+            raise HandshakeError(
+                f"bot {self.name}: a new process answered the hand-shake as "
+                f"{info.name!r} (protocol {info.protocol_version}), not as "
+                f"{expect.name!r} (protocol {expect.protocol_version})")
         return info
 
-    async def _hello(self) -> BotInfo:
-        assert self._stub is not None
-        reply = await unary_call(self._stub.Hello, hello_request(__version__),
-                                 timeout=HELLO_TIMEOUT_S)
-        return bot_info_from_response(reply)
-
     async def _connect(self) -> None:
-        self._drop_channel()
-        if self._process is not None:
-            self._channel = await self._process.start()
+        self._retire_channel()
+        if self.spec.kind == "cmd":
+            self._process = BotProcess(
+                self.name, self.spec.value, next_log_path(self._log_dir, self.name),
+                self._startup_s, self._cwd, self.confinement, self._hide)
+            self._process.spawn()
+            self._channel = await self._process.ready()
         else:
             channel = new_channel(self.spec.target)
             try:
@@ -163,13 +212,14 @@ class BotConnection:
         if self._dead:
             raise Fault("crash", self._dead)
         process = self._process
-        if process is not None and (self._stub is None or not process.alive()):
+        if self.spec.kind == "cmd" and (self._stub is None or process is None
+                                        or not process.alive()):
             if not restart:
                 return None
             async with self._lock:
                 if self._dead:
                     raise Fault("crash", self._dead)
-                if self._stub is None or not process.alive():
+                if self._stub is None or self._process is None or not self._process.alive():
                     await self._restart()
         if self._stub is None:
             raise Fault("crash", "not connected")
@@ -180,42 +230,124 @@ class BotConnection:
         # the start-up limit still bounds it.
         self.restarts += 1
         with trio.CancelScope(shield=True):
+            await self._end_process()
             try:
                 await self._connect()
-                await self._hello()
-            except (BotStartError, grpc.RpcError, WireError) as e:
-                self._drop_channel()
-                if self._process is not None:
-                    self._process.stop_now()
+                await self._greet()
+            except (BotStartError, HandshakeError) as e:
+                await self._end_process()
                 self._dead = f"restart failed: {e}"
                 raise Fault("crash", self._dead) from None
+            if not self._busy:
+                self._rest()
 
-    async def crash_detail(self, error: grpc.RpcError) -> str:
-        """What a failed connection means: the process's exit, or the transport error."""
-        if self._process is not None:
+    async def failure(self, error: grpc.RpcError,
+                      process: BotProcess | None) -> tuple[str, str]:
+        """What a failed call means, as a fault (kind, detail): the exit of ``process``
+        (the one the call went to), a limit it hit, or the transport error."""
+        if process is not None:
             # a dying process closes its socket a moment before it has exited
             with trio.move_on_after(EXIT_WAIT_S):
-                while self._process.pid is not None and self._process.returncode is None:
+                while process.returncode is None:
                     await trio.sleep(0.005)
-            code = self._process.returncode
-            if code is not None:
-                return f"the bot process exited with code {code}; restarting it"
-        return f"connection failed: {rpc_details(error)}"
+            if process.returncode is not None:
+                limit = process.limit_detail()
+                if limit is not None:
+                    return "resource", f"{limit}; the process was ended; restarting it"
+                return "crash", f"the bot process {process.exit_text()}; restarting it"
+        return "crash", f"connection failed: {rpc_details(error)}"
 
-    def _drop_channel(self) -> None:
+    # -- stopping the bot between its calls -----------------------------------------
+
+    def wake(self) -> None:
+        """Before a call: thaw the process (calls may overlap in ``shared`` isolation)."""
+        self._busy += 1
+        if self._process is not None:
+            self._process.thaw()
+
+    def rest(self) -> None:
+        """After a call: freeze the process once no call is in flight."""
+        self._busy -= 1
+        if not self._busy:
+            self._rest()
+
+    def _rest(self) -> None:
+        if self._process is not None and self._process.alive():
+            self._process.freeze()
+
+    def cpu_ns(self) -> int | None:
+        return self._process.cpu_ns() if self._process is not None else None
+
+    # -- ending ---------------------------------------------------------------------
+
+    def _retire_channel(self) -> None:
+        # a channel is closed only at the end: closing it under calls still in flight
+        # (another game's, in shared isolation) would turn their failure into CANCELLED
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None
         if self._channel is not None:
-            self._channel.close()
+            self._retired.append(self._channel)
         self._channel = None
         self._stub = None
 
+    async def _end_process(self) -> None:
+        if self._process is not None:
+            with trio.CancelScope(shield=True):
+                await self._process.aclose()
+
+    async def aclose(self) -> None:
+        """End the bot (if the arena started it) and its channels; safe to call twice."""
+        self._retire_channel()
+        with trio.CancelScope(shield=True):
+            await self._end_process()
+        for channel in self._retired:
+            channel.close()
+        self._retired.clear()
+
     def close(self) -> None:
-        """End the bot (if the arena started it) and the channel; safe to call twice."""
-        self._drop_channel()
+        """A blocking :meth:`aclose`, for the last clean-up outside trio."""
+        self._retire_channel()
         if self._process is not None:
             self._process.stop_now()
+        for channel in self._retired:
+            channel.close()
+        self._retired.clear()
+
+
+_log_numbers: dict[tuple[Path, str], int] = {}
+
+
+def next_log_path(log_dir: Path, name: str) -> Path:
+    """A log file per process: ``NAME.log``, then ``NAME.2.log``, ``NAME.3.log``, ...; a
+    name that is not a safe file name gets a short digest, so two bots never share one."""
+    stem = safe_name(name)
+    if stem != name:
+        stem += "-" + hashlib.sha256(name.encode()).hexdigest()[:6]
+    key = (log_dir, stem)
+    number = _log_numbers.get(key, 0) + 1
+    _log_numbers[key] = number
+    return log_dir / (f"{stem}.log" if number == 1 else f"{stem}.{number}.log")
+
+
+class UnreachablePlayer:
+    """A seat whose bot could not be started for this game: every decision is a
+    ``crash`` fault (so the seat is forfeited after ``max_faults``), charged to that bot."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        self.name = name
+        self.detail = detail
+        self.last_cpu_ms: float | None = None
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        raise Fault("crash", self.detail)
+
+    async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
+        return None
+
+    async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
+        return None
 
 
 _FAULTS_BY_CODE = {
@@ -230,15 +362,21 @@ class RemotePlayer:
     def __init__(self, connection: BotConnection, name: str | None = None) -> None:
         self.connection = connection
         self.name = name or connection.name
+        self.last_cpu_ms: float | None = None
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
-        stub = await self.connection.stub()
+        conn = self.connection
+        self.last_cpu_ms = None
+        stub = await conn.stub()
         assert stub is not None
+        process = conn.process
         request = decision_request(view, game_id, table_id, deadline_ms, bank_ms)
         decision = view.decision
         method = (stub.Play if decision is Decision.PLAY else
                   stub.Bid if decision is Decision.BID else stub.ChooseTrump)
+        before = conn.cpu_ns()
+        conn.wake()
         try:
             response = await unary_call(method, request, timeout=deadline_ms / 1000)
         except grpc.RpcError as e:
@@ -247,9 +385,14 @@ class RemotePlayer:
             if kind == "timeout":
                 raise Fault(kind, f"no answer within {deadline_ms} ms") from None
             if kind == "crash":
-                raise Fault(kind, await self.connection.crash_detail(e)) from None
+                raise Fault(*await conn.failure(e, process)) from None
             raise Fault(kind, f"answered with status {_code_name(e)}: "
                               f"{rpc_details(e)}".rstrip(": ")) from None
+        finally:
+            conn.rest()
+            after = conn.cpu_ns() if process is conn.process else None
+            if before is not None and after is not None:
+                self.last_cpu_ms = (after - before) / 1e6
         try:
             return action_from_response(response, view.game)
         except WireError as e:
@@ -259,14 +402,21 @@ class RemotePlayer:
         info = self.connection.info
         if info is not None and info.skip_round_ended:
             return
-        stub = await self.connection.stub(restart=False)
-        if stub is not None:  # a dead bot is not restarted just to hear the news
-            await unary_call(stub.RoundEnded, round_ended_request(result), deadline_ms / 1000)
+        await self._notify("RoundEnded", round_ended_request(result), deadline_ms)
 
     async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
-        stub = await self.connection.stub(restart=False)
-        if stub is not None:
-            await unary_call(stub.GameEnded, game_ended_request(result), deadline_ms / 1000)
+        await self._notify("GameEnded", game_ended_request(result), deadline_ms)
+
+    async def _notify(self, method: str, request: Any, deadline_ms: int) -> None:
+        conn = self.connection
+        stub = await conn.stub(restart=False)
+        if stub is None:  # a dead bot is not restarted just to hear the news
+            return
+        conn.wake()
+        try:
+            await unary_call(getattr(stub, method), request, deadline_ms / 1000)
+        finally:
+            conn.rest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +430,12 @@ class SeatSpec:
 @asynccontextmanager
 async def seated_players(seats: Sequence[SeatSpec], game: str, log_dir: Path,
                          seed: int | str = 0, startup_s: float = 10.0,
+                         confinement: Confinement | None = None,
                          ) -> AsyncIterator[list[Player]]:
     """Players for ``seats``, one connection per external seat, ended on exit.
+
+    ``cmd:`` bots run confined as ``confinement`` says (default: sandboxed, with the
+    default limits).
 
     The hand-shakes run concurrently; the first failure raises :class:`HandshakeError`
     after every started process has been ended.
@@ -294,7 +448,8 @@ async def seated_players(seats: Sequence[SeatSpec], game: str, log_dir: Path,
                 players.append(LocalPlayer(make_bot(entry.spec.value, f"{seed}/{seat}"),
                                            entry.name))
             else:
-                conn = BotConnection(entry.name, entry.spec, log_dir, startup_s)
+                conn = BotConnection(entry.name, entry.spec, log_dir, startup_s,
+                                     confinement=confinement)
                 connections.append(conn)
                 players.append(RemotePlayer(conn))
         errors: list[HandshakeError] = []
@@ -315,8 +470,10 @@ async def seated_players(seats: Sequence[SeatSpec], game: str, log_dir: Path,
                 player.name = player.connection.info.name
         yield players
     finally:
-        for conn in connections:
-            conn.close()
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for conn in connections:
+                    nursery.start_soon(conn.aclose)
 
 
 def _code_name(error: grpc.RpcError) -> str:
@@ -330,5 +487,6 @@ __all__ = [
     "LocalPlayer",
     "RemotePlayer",
     "SeatSpec",
+    "UnreachablePlayer",
     "seated_players",
 ]

@@ -10,18 +10,19 @@ it for the rest of the game and no more calls are made to it.
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
 
+from arena.faults import FAULT_KINDS as FAULT_KINDS
 from arena.record import game_record, round_record
 from arena.rules import Decision, Game, IllegalAction, View
 from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, most_held_suit
 from arena.wire import GameResult, RoundResult, game_result, round_result
 
-FAULT_KINDS = ("timeout", "illegal", "protocol", "crash")
 GRACE_S = 0.25
 """How long past a call's deadline the referee waits before abandoning it itself."""
 
@@ -51,6 +52,8 @@ class Player(Protocol):
     """One seat's connection to a bot, as the referee uses it."""
 
     name: str
+    last_cpu_ms: float | None
+    """The bot's own CPU time for its last :meth:`decide`, where it can be measured."""
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -99,10 +102,12 @@ def describe_action(decision: Decision | None, action: Any) -> str:
 
 @dataclass(slots=True)
 class GameReport:
-    """A finished game: its record, and each seat's answer latencies in milliseconds."""
+    """A finished game: its record, and each seat's answer latencies and the bot's own
+    CPU time per decision, in milliseconds (None where not measured)."""
 
     record: dict[str, Any]
     latencies_ms: list[list[float]] = field(default_factory=list)
+    cpu_ms: list[list[float | None]] = field(default_factory=list)
 
     @property
     def faults(self) -> list[dict[str, Any]]:
@@ -112,8 +117,13 @@ class GameReport:
 async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = TimeControl(),
                     game_id: str = "", table_id: str = "",
                     on_round: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
+                    wire_ids: tuple[str, str] | None = None,
                     ) -> GameReport:
     """Play ``game`` to the end between ``players`` (by seat) and return its report.
+
+    ``game_id`` and ``table_id`` go into the record. The bots are sent ``wire_ids``
+    instead, by default fresh random ones: an id on the wire must reveal nothing (not
+    the seed, the deal or the rotation).
 
     ``on_round`` is called with each finished round's record. No bot behaviour can make
     this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most,
@@ -128,6 +138,9 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     forfeit_reasons = [""] * n
     bank = [clock.bank_ms] * n
     latencies: list[list[float]] = [[] for _ in range(n)]
+    cpu: list[list[float | None]] = [[] for _ in range(n)]
+    record_ids = (game_id, table_id)
+    game_id, table_id = wire_ids or (secrets.token_hex(8), secrets.token_hex(8))
     rounds_done = 0
 
     def fault(seat: int, view: View, kind: str, detail: str, action: int | None) -> None:
@@ -152,6 +165,7 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
         else:
             game.apply(await _ask(players[seat], view, game, clock, bank, latencies[seat],
                                   game_id, table_id, fault))
+            cpu[seat].append(getattr(players[seat], "last_cpu_ms", None))
         finished = len(game.log) - (0 if game.is_over else 1)
         while rounds_done < finished:
             entry = game.log[rounds_done]
@@ -170,8 +184,11 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
                 clock.move_ms))
     record = game_record(game, [p.name for p in players], faults,
                          forfeited=[bool(r) for r in forfeit_reasons],
-                         game_id=game_id, table_id=table_id)
-    return GameReport(record, latencies)
+                         game_id=record_ids[0], table_id=record_ids[1],
+                         timing={"wall_ms": [[round(x, 3) for x in seat] for seat in latencies],
+                                 "cpu_ms": [[None if x is None else round(x, 3) for x in seat]
+                                            for seat in cpu]})
+    return GameReport(record, latencies, cpu)
 
 
 async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank: list[int],

@@ -206,20 +206,20 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
 
 
 def _watch_parent(stop: threading.Event) -> None:
-    """Stop when the arena that started this bot is gone (even after a kill -9)."""
-    text = os.environ.get("ARENA_PARENT_PID", "")
-    if not text.isdigit():
+    """Stop when the process that started this bot is gone, even after its kill -9.
+
+    An orphan is re-parented (to init or a subreaper), so a changed parent pid means the
+    arena or the sandbox around this bot has ended. This works inside a PID namespace
+    too, where the arena's own pid is not visible.
+    """
+    parent = os.getppid()
+    if parent <= 1:  # already an orphan, or pid 1's child in a container: nothing to watch
         return
-    parent = int(text)
 
     def watch() -> None:
-        while not stop.wait(0.5):
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                log.info("the arena (pid %d) is gone", parent)
+        while not stop.wait(0.25):
+            if os.getppid() != parent:
+                log.info("the process that started this bot (pid %d) is gone", parent)
                 stop.set()
-            except PermissionError:
-                pass
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()

@@ -63,15 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    parent = os.environ.get("ARENA_PARENT_PID", "")
+    parent = os.getppid()
     while not stop.wait(0.5):  # also stop when the benchmark that started us is gone
-        if parent.isdigit():
-            try:
-                os.kill(int(parent), 0)
-            except ProcessLookupError:
-                break
-            except PermissionError:
-                pass
+        if os.getppid() != parent:
+            break
     server.stop(grace=0.2).wait()
     return 0
 

@@ -49,19 +49,24 @@ from arena.players import (
 from arena.record import verify_record
 from arena.referee import GameReport, TimeControl, default_action, describe_action, play_game
 from arena.rules import IllegalAction, new_game
+from arena.sandbox import Confinement
 
 pytestmark = pytest.mark.usefixtures("arena_sandbox")
 
 DEFAULT_CLOCK = TimeControl(move_ms=5000)
 """Generous: on a loaded machine a well-behaved bot must never time out, and a crashed
 bot's restart (which counts against its next decision) must fit."""
+TRUSTED = Confinement(sandbox=False)
+"""These tests are about the referee and bot processes, and their bots write call traces
+to the test's folder: they run unsandboxed (the sandbox has tests/test_isolation.py)."""
 RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")
 HEURISTIC_PY = bot_cmd(SAMPLE_BOTS / "heuristic_bot.py")
 
 
 def arena_play(sandbox: Sandbox, *argv: str,
                timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(arena_command("play", *argv), env=sandbox.env, cwd=REPO,
+    return subprocess.run(arena_command("play", "--no-sandbox", *argv), env=sandbox.env,
+                          cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -84,7 +89,8 @@ async def _game(game_name: str, options: dict[str, Any], seed: int, specs: list[
     parsed = [BotSpec.parse(s) for s in specs]
     seats = [SeatSpec(p.value if p.kind == "builtin" else f"seat{i}", p)
              for i, p in enumerate(parsed)]
-    async with seated_players(seats, game_name, tmp / "logs", seed) as players:
+    async with seated_players(seats, game_name, tmp / "logs", seed,
+                              confinement=TRUSTED) as players:
         connections.extend(p.connection for p in players if isinstance(p, RemotePlayer))
         # the processes the arena started: what the sandbox looks for at the end
         assert sorted(bot_processes(tmp)) == sorted(
@@ -193,7 +199,7 @@ def test_two_seats_can_share_one_bot_process(arena_sandbox: Sandbox) -> None:
         conn = BotConnection("shared", BotSpec.parse(bot_cmd(TEST_BOTS / "sleepy.py",
                                                              "--sleep-ms", 0, "--trace",
                                                              trace)),
-                             arena_sandbox.tmp / "logs")
+                             arena_sandbox.tmp / "logs", confinement=TRUSTED)
         try:
             await conn.open("trumps")
             players = [RemotePlayer(conn, "a"), LocalPlayer(make_bot("heuristic", 1)),
@@ -402,7 +408,7 @@ def test_a_bot_that_cannot_be_restarted_is_forfeited(arena_sandbox: Sandbox) -> 
     details = [f["detail"] for f in record["faults"]]
     assert [f["kind"] for f in record["faults"]] == ["crash"] * 3
     assert details[0] == "the bot process exited with code 3; restarting it"
-    log = arena_sandbox.tmp / "logs" / "seat0.log"
+    log = arena_sandbox.tmp / "logs" / "seat0.2.log"  # the restarted process's own log
     assert details[1] == details[2] == (
         f"restart failed: bot seat0: exited with code 4 before serving; see {log}")
     check_forfeit(record, 0, 4)
@@ -505,7 +511,7 @@ def test_a_bot_that_never_serves_fails_within_the_startup_limit(
         seats = [SeatSpec(f"seat{i}", BotSpec.parse(s))
                  for i, s in enumerate(["heuristic", spec, "random"])]
         async with seated_players(seats, "wizard", arena_sandbox.tmp / "logs", 1,
-                                  startup_s=startup_s):
+                                  startup_s=startup_s, confinement=TRUSTED):
             raise AssertionError("the game must not start")
 
     started = time.monotonic()
@@ -530,7 +536,8 @@ def test_ctrl_c_ends_every_bot_process(arena_sandbox: Sandbox, when: str) -> Non
     ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         arena = subprocess.Popen(
-            arena_command("play", "--game", "wizard", "--players", "3", "--seed", "4",
+            arena_command("play", "--no-sandbox", "--game", "wizard", "--players", "3",
+                          "--seed", "4",
                           "--bots", f"{bots[0]},heuristic,{bots[1]}", "--move-ms", "5000",
                           "--quiet"),
             env=arena_sandbox.env, cwd=REPO, stdout=subprocess.PIPE,

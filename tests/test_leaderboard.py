@@ -7,6 +7,7 @@ that crashes, then answers illegally and forfeits), and the games reach
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import gc
 import io
@@ -23,16 +24,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import trio
 from rich.console import Console
 
 from arena.bots import make_bot
+from arena.faults import FAULT_KINDS
 from arena.leaderboard import (
     CSV_COLUMNS,
-    FAULT_KINDS,
     FILES,
     FORMAT,
+    ISOLATION_MODES,
     PROVISIONAL_GAMES,
     PROVISIONAL_HALF_WIDTH,
     LatencyHistogram,
@@ -234,14 +237,16 @@ def test_elo_history_and_classic_elo() -> None:
 
 TOP = {"format": str, "tournament": str, "game": str, "options": dict, "seed": int,
        "seed_commitment": str, "games": int, "schedule": dict, "time_control": dict,
-       "arena_version": str, "tournament_hash": str, "rating": dict, "bots": list,
+       "isolation": str, "arena_version": str, "tournament_hash": str, "rating": dict, "bots": list,
        "head_to_head": list, "elo_history": dict}
 NUMBER = (int, float)
-BOT = {"rank": int, "name": str, "version": (str, type(None)), "elo": NUMBER,
+BOT = {"rank": int, "name": str, "version": (str, type(None)), "sandboxed": bool,
+       "elo": NUMBER,
        "elo_low": NUMBER, "elo_high": NUMBER, "p_above_next": (*NUMBER, type(None)),
        "elo_incremental": NUMBER, "games": int, "mean_score": NUMBER,
        "mean_score_se": NUMBER, "mean_place": NUMBER, "wins": int, "shared_wins": int,
        "faults": dict, "forfeits": int, "latency_ms": (dict, type(None)),
+       "cpu_ms": (dict, type(None)),
        "bid_accuracy": (*NUMBER, type(None)), "bid_error": (*NUMBER, type(None)),
        "bid_bias": (*NUMBER, type(None)), "bid_accuracy_by_hand": (dict, type(None)),
        "provisional": bool}
@@ -267,11 +272,14 @@ def test_fields_and_types_follow_the_schema() -> None:
     assert lb["seed_commitment"] == seed_commitment(SEED)
     assert lb["schedule"] == {"format": "round-robin", "deals": 4, "seats": 4}
     assert lb["time_control"] == {"move_ms": 1000, "bank_ms": 0, "max_faults": 2}
+    assert lb["isolation"] == "shared"  # the metadata does not say
     assert lb["rating"]["resamples"] == 1000
     for b in lb["bots"]:
         check_keys(b, BOT, b["name"])
         assert list(b["faults"]) == list(FAULT_KINDS)
         assert list(b["latency_ms"]) == ["p50", "p95", "max"]
+        assert b["cpu_ms"] is None  # no CPU time was measured
+        assert b["sandboxed"] is True
         assert 0 <= b["latency_ms"]["p50"] <= b["latency_ms"]["p95"] <= b["latency_ms"]["max"]
         assert b["version"] == ("1.0" if FIELD[b["name"]] == "heuristic" else None)
         # Trumps without announcements has no bids.
@@ -305,7 +313,8 @@ def test_faults_and_forfeits_are_counted_by_kind() -> None:
     lb = board()
     for b in lb["bots"]:
         if b["name"] == BROKEN:
-            assert b["faults"] == {"timeout": 0, "illegal": 1, "protocol": 0, "crash": 1}
+            assert b["faults"] == {"timeout": 0, "illegal": 1, "protocol": 0, "crash": 1,
+                                   "resource": 0}
             assert b["forfeits"] == 1
         else:
             assert b["faults"] == dict.fromkeys(FAULT_KINDS, 0)
@@ -540,6 +549,174 @@ def test_latency_percentiles_within_one_percent() -> None:
     assert histogram.max == max(values)
     assert len(histogram.counts) < 2000
     assert LatencyHistogram().quantile(0.5) is None
+
+
+# -- CPU time, sandbox and isolation ------------------------------------------------------
+
+SHARED_LINE = ("isolation: shared — bot processes may play several games at once and see a "
+               "deal more than once; trusted bots only")
+NO_CPU = "rand-b"
+"""The bot whose CPU time is never measured in :func:`games_with_cpu`."""
+TRUSTED = "rand-a"
+"""The bot that runs without the sandbox in :func:`unsandboxed_bots`."""
+
+
+def games_with_cpu(seed: int = 9) -> tuple[list[StoredGame], dict[str, list[float]]]:
+    """:func:`trumps_games` with a CPU time per decision (lognormal, rounded to 0.001 ms as
+    the store does, a quarter of them not measured; NO_CPU never measured), and the measured
+    values by bot."""
+    rng = random.Random(seed)
+    games: list[StoredGame] = []
+    measured: dict[str, list[float]] = {}
+    for g in trumps_games():
+        cpu = []
+        for seat, name in enumerate(g.bots):
+            values = [None if name == NO_CPU or rng.random() < 0.25
+                      else round(rng.lognormvariate(0.5, 1.2), 3)
+                      for _ in g.latencies_ms[seat]]
+            measured.setdefault(name, []).extend(v for v in values if v is not None)
+            cpu.append(tuple(values))
+        games.append(dataclasses.replace(g, cpu_ms=tuple(cpu)))
+    return games, measured
+
+
+def unsandboxed_bots() -> list[dict[str, Any]]:
+    return [{**b, "sandboxed": b["name"] != TRUSTED, "isolation": "shared"} for b in BOTS]
+
+
+def test_cpu_percentiles_match_a_direct_computation() -> None:
+    games, measured = games_with_cpu()
+    lb = build_leaderboard(iter(games), meta_for("trumps", TRUMPS, 4), BOTS, resamples=20)
+    plain = {b["name"]: b for b in board()["bots"]}
+    for b in lb["bots"]:
+        # the answer times are untouched by the CPU times
+        assert b["latency_ms"] == plain[b["name"]]["latency_ms"]
+        if b["name"] == NO_CPU:
+            assert b["cpu_ms"] is None
+            continue
+        values = measured[b["name"]]
+        assert len(values) > 200
+        p50, p95 = np.percentile(values, [50, 95], method="inverted_cdf")  # nearest rank
+        assert list(b["cpu_ms"]) == ["p50", "p95", "max"]
+        assert b["cpu_ms"]["p50"] == pytest.approx(p50, rel=0.01)
+        assert b["cpu_ms"]["p95"] == pytest.approx(p95, rel=0.01)
+        assert b["cpu_ms"]["max"] == max(values)
+        assert b["cpu_ms"]["p50"] != pytest.approx(b["latency_ms"]["p50"], rel=0.1)
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(render_csv(lb)))}
+    for b in lb["bots"]:
+        cells = [rows[b["name"]][f"cpu_{k}_ms"] for k in ("p50", "p95", "max")]
+        if b["cpu_ms"] is None:
+            assert cells == ["", "", ""]
+        else:
+            assert [float(c) for c in cells] == [b["cpu_ms"][k] for k in ("p50", "p95", "max")]
+    text = render_markdown(lb)
+    head = next(line for line in text.splitlines() if line.startswith("| # |"))
+    assert head.rstrip(" |").endswith("CPU p50/p95 ms")
+    for line in text.splitlines():
+        if line.startswith("| ") and line[2].isdigit():
+            name = line.split("|")[2].strip()
+            cpu_cell = line.rstrip(" |").rsplit("|", 1)[1].strip()
+            entry = next(b for b in lb["bots"] if b["name"] == name)
+            if name == NO_CPU:
+                assert cpu_cell == "–"
+                continue
+            shown = [float(x) for x in cpu_cell.split(" / ")]
+            for value, key in zip(shown, ("p50", "p95"), strict=True):
+                exact = entry["cpu_ms"][key]
+                assert value == pytest.approx(exact, abs=0.006 if exact < 10 else 0.51)
+
+
+def test_unmeasured_cpu_is_null_everywhere() -> None:
+    lb = board()
+    assert all(b["cpu_ms"] is None for b in lb["bots"])
+    rows = list(csv.DictReader(io.StringIO(render_csv(lb))))
+    assert all(r["cpu_p50_ms"] == r["cpu_p95_ms"] == r["cpu_max_ms"] == "" for r in rows)
+
+
+def table_text(lb: Board, width: int = 250) -> str:
+    out = io.StringIO()
+    print_table(lb, Console(file=out, width=width, color_system=None))
+    return out.getvalue()
+
+
+def test_unsandboxed_bots_and_shared_isolation_are_marked_in_every_format() -> None:
+    games, _ = games_with_cpu()
+    meta = meta_for("trumps", TRUMPS, 4)  # no "isolation": a store from before it existed
+    lb = build_leaderboard(iter(games), meta, unsandboxed_bots(), resamples=50)
+    assert lb["isolation"] == "shared"
+    assert {b["name"]: b["sandboxed"] for b in lb["bots"]} == {n: n != TRUSTED for n in FIELD}
+    assert json.loads(render_json(lb))["bots"] == lb["bots"]
+    assert list(lb)[list(lb).index("time_control") + 1] == "isolation"
+
+    text = render_markdown(lb)
+    lines = text.splitlines()
+    rows = [i for i, line in enumerate(lines) if line.startswith("| ") and line[2].isdigit()
+            and not line.startswith("| |")][:5]
+    for i in rows:
+        cell = lines[i].split("|")[2].strip()
+        assert cell.endswith("(no sandbox)") == cell.startswith(TRUSTED), cell
+    assert "isolation: shared" in lines[2]
+    assert lines.index(SHARED_LINE) > max(rows)  # under the table
+    assert any(line.startswith("(no sandbox): ") for line in lines)
+
+    rows_csv = list(csv.DictReader(io.StringIO(render_csv(lb))))
+    assert {r["name"]: r["sandboxed"] for r in rows_csv} == {
+        n: "false" if n == TRUSTED else "true" for n in FIELD}
+
+    out = table_text(lb)
+    for b in lb["bots"]:
+        line = next(line for line in out.splitlines() if f" {b['name']}" in line)
+        assert ("(no sandbox)" in line) == (b["name"] == TRUSTED), line
+    assert SHARED_LINE in out
+    assert "CPU p50/p95 ms" in out
+    assert out.index(SHARED_LINE) > out.index(" 5 ")
+
+
+@pytest.mark.parametrize("isolation", ["game", "deal"])
+def test_isolated_processes_and_sandboxed_bots_carry_no_warning(isolation: str) -> None:
+    meta = {**meta_for("trumps", TRUMPS, 4), "isolation": isolation}
+    lb = build_leaderboard(iter(trumps_games()), meta, BOTS, resamples=50)
+    assert lb["isolation"] == isolation and isolation in ISOLATION_MODES
+    assert all(b["sandboxed"] for b in lb["bots"])
+    text = render_markdown(lb)
+    assert f"isolation: {isolation}." in text.splitlines()[2]
+    assert "isolation: shared" not in text and "(no sandbox)" not in text
+    out = table_text(lb)
+    assert "isolation: shared" not in out and "(no sandbox)" not in out
+    assert {r["sandboxed"] for r in csv.DictReader(io.StringIO(render_csv(lb)))} == {"true"}
+
+
+def test_fault_kinds_come_from_a_module_without_trio_or_grpc() -> None:
+    assert FAULT_KINDS == ("timeout", "illegal", "protocol", "crash", "resource")
+    code = ("import sys, arena.leaderboard, arena.publish.site; "
+            "print(sorted({m.split('.')[0] for m in sys.modules "
+            "if m.split('.')[0] in ('trio', 'grpc')} | "
+            "({'arena.referee'} if 'arena.referee' in sys.modules else set())))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_isolation_falls_back_to_the_bots_then_to_shared() -> None:
+    games = trumps_games()[:8]
+    meta = meta_for("trumps", TRUMPS, 4)
+    same = [{**b, "isolation": "game"} for b in BOTS]
+    mixed = [{**b, "isolation": "game" if i else "deal"} for i, b in enumerate(BOTS)]
+    assert build_leaderboard(iter(games), meta, same, resamples=5)["isolation"] == "game"
+    assert build_leaderboard(iter(games), meta, mixed, resamples=5)["isolation"] == "shared"
+    assert build_leaderboard(iter(games), {**meta, "isolation": "deal"}, same,
+                             resamples=5)["isolation"] == "deal"
+
+
+def test_the_cpu_column_is_dropped_first_when_narrow() -> None:
+    games, _ = games_with_cpu()
+    lb = build_leaderboard(iter(games), meta_for("trumps", TRUMPS, 4), BOTS, resamples=20)
+    wide = table_text(lb, 250)
+    assert "CPU p50/p95 ms" in wide and "Classic" in wide and "ms p50/p95" in wide
+    widths = range(60, 250, 5)
+    without_cpu = next(w for w in reversed(widths) if "CPU p50/p95" not in table_text(lb, w))
+    narrower = table_text(lb, without_cpu)
+    assert "Classic" in narrower and "ms p50/p95" in narrower
 
 
 # -- streaming ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import os
+import random
 import re
 import select
 import shlex
@@ -33,6 +34,7 @@ import pytest
 from arena.cli import main
 from arena.publish.charts import nice_ticks
 from arena.publish.markup import Slugs, slug
+from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -302,7 +304,7 @@ def test_leaderboard_rows_are_in_rating_order(built: Built) -> None:
     for row, b in zip(rows, bots, strict=True):
         cells = {td.attrs["data-col"]: td for td in row.find_all("td")}
         assert {"rank", "bot", "elo", "games", "mean_score", "bid_accuracy",
-                "faults"} <= set(cells)
+                "faults", "latency", "cpu"} <= set(cells)
         assert cells["bot"].find("a").attrs["href"] == f"bots/{slug(b['name'])}.html"
         assert cells["games"].text() == str(b["games"])
         assert float(cells["elo"].attrs["data-value"]) == b["elo"]
@@ -313,7 +315,7 @@ def test_leaderboard_rows_are_in_rating_order(built: Built) -> None:
         assert all(m.attrs["title"].startswith("provisional") for m in marks)
     sortable = [th.attrs["data-sort"] for th in page.by_id("leaderboard").find_all("th")
                 if "data-sort" in th.attrs]
-    assert {"rank", "bot", "elo", "games", "mean_score"} <= set(sortable)
+    assert {"rank", "bot", "elo", "games", "mean_score", "latency", "cpu"} <= set(sortable)
 
 
 def _chart_table(page: Node, chart: str) -> Node:
@@ -421,6 +423,126 @@ def test_tournament_page_states_seed_and_commitment(wizard: Built) -> None:
                ".hexdigest())&quot;")
     assert command in text
     assert "arena verify" in text and 'href="data/games.jsonl"' in text
+
+
+# -- CPU time, sandbox and isolation ------------------------------------------------------
+
+SHARED_LINE = ("isolation: shared — bot processes may play several games at once and see a "
+               "deal more than once; trusted bots only")
+UNMEASURED = "random"
+"""The bot whose CPU time is never measured in :func:`restore`."""
+
+
+def restore(wizard: Built, tmp: Path, isolation: str | None, trusted: set[str]) -> Built:
+    """The Wizard tournament copied game by game into a new store through the Store API,
+    with a CPU time per decision for every bot but UNMEASURED, the bots in ``trusted``
+    registered as unsandboxed and the store's ``isolation`` as given (None: not said, as
+    in a store from before the setting); then published."""
+    folder = tmp / "out"
+    rng = random.Random(8)
+    with Store.open(wizard.folder) as old, Store.open(folder) as new:
+        meta = {k: v for k, v in old.meta().items() if k != "isolation"}
+        if isolation is not None:
+            meta["isolation"] = isolation
+        new.set_meta(meta)
+        for b in old.bots():
+            new.set_bot(b["name"], b["spec"], b["version"] or "", b["author"] or "",
+                        b["protocol_version"], b["games"], sandboxed=b["name"] not in trusted,
+                        isolation=isolation or "")
+        for g in old.iter_games():
+            sg = ScheduledGame(g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots)
+            cpu = [[None if name == UNMEASURED else round(rng.uniform(0.05, 30), 3)
+                    for _ in ms] for name, ms in zip(g.bots, g.latencies_ms, strict=True)]
+            new.game_started(sg)
+            new.game_finished(sg, g.record, g.latencies_ms, cpu)
+    site = tmp / "site"
+    assert main(["publish", str(folder), "--out", str(site), "--resamples", "50"]) == 0
+    board = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
+    return Built(folder, site, board, wizard.records,
+                 {p: parse(p) for p in sorted(site.rglob("*.html"))})
+
+
+def _stats(page: Node) -> dict[str, str]:
+    return {r.find("th").text(): r.find("td").text() for r in page.by_id("stats").rows()}
+
+
+def test_cpu_time_and_unsandboxed_bots_are_shown(wizard: Built, tmp_path: Path) -> None:
+    built = restore(wizard, tmp_path, None, {ODD})
+    bots = built.board["bots"]
+    assert built.board["isolation"] == "shared"
+    assert {b["name"]: b["sandboxed"] for b in bots} == {b["name"]: b["name"] != ODD
+                                                         for b in bots}
+    assert [b["cpu_ms"] is None for b in bots] == [b["name"] == UNMEASURED for b in bots]
+
+    index = built.pages[built.site / "index.html"]
+    board = index.by_id("leaderboard")
+    heads = {th.attrs["data-sort"]: th for th in board.find_all("th") if "data-sort" in th.attrs}
+    assert heads["cpu"].text() == "CPU p50/p95 ms"
+    for row, b in zip(board.rows(), bots, strict=True):
+        cells = {td.attrs["data-col"]: td for td in row.find_all("td")}
+        cpu = cells["cpu"]
+        if b["cpu_ms"] is None:
+            assert cpu.attrs["data-value"] == "" and cpu.text() == "–"
+        else:
+            assert float(cpu.attrs["data-value"]) == b["cpu_ms"]["p50"]
+            assert " / " in cpu.text()
+        marks = row.find_all("span", class_="unsandboxed")
+        assert len(marks) == (0 if b["sandboxed"] else 1), b["name"]
+        assert row.attrs["data-sandboxed"] == ("true" if b["sandboxed"] else "false")
+        assert all(m.text() == "no sandbox" and "untrusted mode off" in m.attrs["title"]
+                   for m in marks)
+    warning = index.by_id("isolation-warning")
+    assert SHARED_LINE in " ".join(warning.text().split())
+    assert warning.find("a").attrs["href"] == "tournament.html#isolation"
+
+    for b in bots:
+        page = built.pages[built.site / "bots" / f"{slug(b['name'])}.html"]
+        stats = _stats(page)
+        cpu = b["cpu_ms"]
+        assert stats["CPU time per decision"] == (
+            "not measured" if cpu is None else
+            f"p50 {_ms(cpu['p50'])} ms, p95 {_ms(cpu['p95'])} ms, max {_ms(cpu['max'])} ms")
+        h1 = page.find("h1")
+        assert len(h1.find_all("span", class_="unsandboxed")) == (0 if b["sandboxed"] else 1)
+        assert stats["Sandbox"] == "yes" if b["sandboxed"] else (
+            stats["Sandbox"].startswith("no sandbox") and "untrusted mode off" in stats["Sandbox"])
+        assert stats["Isolation"] == "shared"
+
+    path = built.site / "tournament.html"
+    statement = built.pages[path]
+    assert statement.by_id("isolation-mode").text() == "shared"
+    section = next(s for s in statement.find_all("section")
+                   if s.attrs.get("aria-labelledby") == "isolation")
+    text = " ".join(section.text().split())
+    assert "trusted bots only" in text and f"{ODD}: not confined in it" in text
+    rows = {r.attrs["data-bot"]: r for r in statement.by_id("bots").rows()}
+    assert [n for n, r in rows.items() if r.find_all("span", class_="unsandboxed")] == [ODD]
+    assert ODD not in path.read_text(encoding="utf-8")  # escaped wherever it is shown
+    assert ODD not in (built.site / "index.html").read_text(encoding="utf-8")
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+@pytest.mark.parametrize("isolation", ["game", "deal"])
+def test_isolated_sandboxed_tournament_has_no_warning(wizard: Built, tmp_path: Path,
+                                                      isolation: str) -> None:
+    built = restore(wizard, tmp_path, isolation, set())
+    assert built.board["isolation"] == isolation
+    index = built.pages[built.site / "index.html"]
+    assert not [n for n in index.iter() if n.attrs.get("id") == "isolation-warning"]
+    assert not index.find_all("span", class_="unsandboxed")
+    statement = built.pages[built.site / "tournament.html"]
+    assert statement.by_id("isolation-mode").text() == isolation
+    section = next(s for s in statement.find_all("section")
+                   if s.attrs.get("aria-labelledby") == "isolation")
+    text = " ".join(section.text().split())
+    assert "no bot ran without it" in text and "trusted bots only" not in text
+    for b in built.board["bots"]:
+        page = built.pages[built.site / "bots" / f"{slug(b['name'])}.html"]
+        assert _stats(page)["Sandbox"] == "yes"
+        assert _stats(page)["Isolation"] == isolation
 
 
 # -- the command line -------------------------------------------------------------------

@@ -5,6 +5,7 @@ same faults over real gRPC with real processes are in test_grpc_games.py."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -200,12 +201,29 @@ def test_wrong_number_of_players_is_refused() -> None:
 def test_every_seat_hears_every_round_and_the_end() -> None:
     fakes = [Fake(lowest, f"f{s}") for s in range(3)]
     report = play("wizard", {"players": 3}, 3, fakes, game_id="g", table_id="t")
+    # the bots hear one opaque random id for the game; the record keeps the schedule's
+    wire_id = fakes[0].rounds_ended[0].game_id
+    assert wire_id != "g" and re.fullmatch(r"[0-9a-f]{16}", wire_id)
     for seat, fake in enumerate(fakes):
         assert [r.round for r in fake.rounds_ended] == list(range(1, 21))
-        assert all(r.seat == seat and r.game_id == "g" for r in fake.rounds_ended)
+        assert all(r.seat == seat and r.game_id == wire_id for r in fake.rounds_ended)
         (end,) = fake.games_ended
         assert end.totals == tuple(report.record["totals"]) and not end.forfeited
+        assert end.game_id == wire_id
     assert report.record["seats"] == ["f0", "f1", "f2"]
+    assert (report.record["game_id"], report.record["table_id"]) == ("g", "t")
+    again = play("wizard", {"players": 3}, 3, [Fake(lowest) for _ in range(3)], game_id="g",
+                 table_id="t")
+    assert again.record["game_id"] == "g"
+
+
+def test_the_ids_sent_to_bots_are_new_for_every_game() -> None:
+    seen = set()
+    for _ in range(3):
+        fakes = [Fake(lowest) for _ in range(3)]
+        play("wizard", {"players": 3}, 3, fakes, game_id="same", table_id="same")
+        seen.add((fakes[0].games_ended[0].game_id, fakes[0].games_ended[0].table_id))
+    assert len(seen) == 3
 
 
 # -- faults ---------------------------------------------------------------------------

@@ -106,8 +106,9 @@ def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> Non
 
 
 def bot_pids(arena_pid: int) -> list[int]:
-    """Live bot processes started by the arena process ``arena_pid`` (by their environment)."""
-    marker = f"ARENA_PARENT_PID={arena_pid}".encode()
+    """Live bot processes started by the arena process ``arena_pid`` (by their environment:
+    the socket folder's name carries the arena's pid; it is seen inside the sandbox too)."""
+    marker = f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -117,7 +118,7 @@ def bot_pids(arena_pid: int) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker in environ.split(b"\0") and state != "Z":
+        if any(v.startswith(marker) for v in environ.split(b"\0")) and state != "Z":
             pids.append(int(entry.name))
     return pids
 
@@ -126,8 +127,13 @@ def results(folder: Path) -> dict[str, Any]:
     board = json.loads((folder / "leaderboard.json").read_text())
     for bot in board["bots"]:
         bot.pop("latency_ms")  # measured times differ from run to run
+        bot.pop("cpu_ms")
     with sqlite3.connect(folder / "tournament.sqlite") as db:
-        records = dict(db.execute("SELECT id, record FROM games ORDER BY seq").fetchall())
+        records = {}
+        for game_id, text in db.execute("SELECT id, record FROM games ORDER BY seq"):
+            record = json.loads(text)
+            assert set(record.pop("timing")) == {"wall_ms", "cpu_ms"}
+            records[game_id] = record
     return {"board": board, "records": records}
 
 
@@ -201,7 +207,7 @@ def test_resume_after_kill_9_gives_identical_results(
         proc.communicate()
     kept = done_games(out)
     assert 7 <= kept < TOTAL
-    # the orphaned bots notice their arena is gone and stop by themselves
+    # the orphaned bots die with their arena (bubblewrap's --die-with-parent)
     deadline = time.monotonic() + 10
     while bot_pids(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)

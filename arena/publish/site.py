@@ -25,7 +25,15 @@ from typing import Any
 from urllib.parse import quote
 
 from arena import __version__
-from arena.leaderboard import build_leaderboard, render_json
+from arena.faults import FAULT_KINDS
+from arena.leaderboard import (
+    DEFAULT_ISOLATION,
+    ISOLATION_MODES,
+    UNSANDBOXED_NOTE,
+    build_leaderboard,
+    isolation_line,
+    render_json,
+)
 from arena.publish import charts
 from arena.publish.markup import (
     Slugs,
@@ -41,7 +49,6 @@ from arena.publish.markup import (
     slug,
     table,
 )
-from arena.referee import FAULT_KINDS
 from arena.tournament.schedule import tables
 from arena.tournament.store import Store, StoredGame
 
@@ -50,6 +57,10 @@ SITE_MARKER = Path("data") / "leaderboard.json"
 """A folder holding this file is taken for an earlier publish, which may be replaced."""
 PROVISIONAL_TITLE = ("provisional: fewer than 20 games, or a 95% interval wider than "
                      "±100 Elo")
+UNSANDBOXED_TITLE = f"no sandbox: {UNSANDBOXED_NOTE}"
+UNSANDBOXED_MARK = (f'<span class="unsandboxed" title="{esc(UNSANDBOXED_TITLE)}">'
+                    "no sandbox</span>")
+"""The mark after the name of a bot that ran without the sandbox."""
 
 
 class PublishError(Exception):
@@ -261,6 +272,9 @@ _COLUMNS = (
     ("bid_accuracy", "Bids", "desc", "Share of rounds in which the bid was exact"),
     ("faults", "Faults", "desc", "Faults (forfeited games in brackets)"),
     ("latency", "ms p50/p95", "asc", "Answer times in milliseconds: median / 95th percentile"),
+    ("cpu", "CPU p50/p95 ms", "asc",
+     "The bot process's CPU time per decision in milliseconds: median / 95th percentile "
+     "(– where it was not measured)"),
 )
 
 
@@ -285,11 +299,13 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
     faults = sum(b["faults"].values())
     fault_title = ", ".join(f"{k} {v}" for k, v in b["faults"].items() if v) or "none"
     latency = b["latency_ms"]
+    cpu = b.get("cpu_ms")
     forfeits = f" ({b['forfeits']})" if b["forfeits"] else ""
     half = (None if b["elo_high"] is None or b["elo_low"] is None
             else (b["elo_high"] - b["elo_low"]) / 2)
+    sandboxed = b.get("sandboxed", True)
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
-            if b["provisional"] else "")
+            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}")
     cells = [
         f'<td data-col="rank" class="num"{data_value(b["rank"])}>{b["rank"]}</td>',
         f'<td data-col="bot"{data_value(b["name"])}>'
@@ -314,14 +330,40 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
         f'<td data-col="latency" class="num"'
         f'{data_value(latency["p50"] if latency else None)}>'
         f'{_ms(latency["p50"]) + " / " + _ms(latency["p95"]) if latency else "–"}</td>',
+        f'<td data-col="cpu" class="num"{data_value(cpu["p50"] if cpu else None)}>'
+        f'{_ms(cpu["p50"]) + " / " + _ms(cpu["p95"]) if cpu else "–"}</td>',
     ]
-    cls = ' class="is-provisional"' if b["provisional"] else ""
-    return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"]}"{cls}>'
+    classes = " ".join(c for c, on in (("is-provisional", b["provisional"]),
+                                        ("is-unsandboxed", not sandboxed)) if on)
+    cls = f' class="{classes}"' if classes else ""
+    return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"]}" '
+            f'data-sandboxed="{"true" if sandboxed else "false"}"{cls}>'
             + "".join(cells) + "</tr>")
 
 
 def _ms(value: float) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+def _times_text(times: Mapping[str, float] | None, missing: str) -> str:
+    """``p50 … ms, p95 … ms, max … ms`` of a leaderboard time entry, else ``missing``."""
+    if not times:
+        return missing
+    return (f"p50 {_ms(times['p50'])} ms, p95 {_ms(times['p95'])} ms, "
+            f"max {_ms(times['max'])} ms")
+
+
+def _isolation(lb: Mapping[str, Any]) -> str:
+    return str(lb.get("isolation") or DEFAULT_ISOLATION)
+
+
+def _isolation_note(lb: Mapping[str, Any]) -> str:
+    """The warning paragraph under the ranking when bot processes are shared, else ""."""
+    line = isolation_line(lb)
+    if not line or not lb["bots"]:
+        return ""
+    return (f'<p class="note warning" id="isolation-warning">{esc(line)}. See '
+            '<a href="tournament.html#isolation">the tournament page</a>.</p>')
 
 
 def _game_title(game: str | None) -> str:
@@ -374,9 +416,14 @@ def index_page(lb: Mapping[str, Any], site: _Site) -> str:
         f'({esc(rating.get("resamples", ""))} resamples). '
         f'<span class="provisional" title="{PROVISIONAL_TITLE}">?</span> provisional: fewer '
         "than 20 games or an interval wider than ±100. P(&gt;next): how often the bot rates "
-        "above the next one when the games are resampled. Click a column heading to sort. "
+        "above the next one when the games are resampled. CPU: the bot process's own CPU "
+        "time per decision (– where it was not measured). Click a column heading to sort. "
         'How the ratings are made: <a href="tournament.html#ratings">the tournament page</a>.'
         "</p>" if bots else '<p class="note">No finished games yet.</p>',
+        (f'<p class="note"><span class="unsandboxed">no sandbox</span>: '
+         f"{esc(UNSANDBOXED_NOTE)}.</p>"
+         if not all(b.get("sandboxed", True) for b in bots) else ""),
+        _isolation_note(lb),
         "</section>",
         charts_section(lb),
     ]
@@ -516,6 +563,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: _Site, author: s
     half = (None if b["elo_high"] is None or b["elo_low"] is None
             else (b["elo_high"] - b["elo_low"]) / 2)
     latency = b["latency_ms"]
+    sandboxed = b.get("sandboxed", True)
     faults_text = ", ".join(f"{k} {b['faults'].get(k, 0)}" for k in FAULT_KINDS)
     stats = [
         ("Rank", f"{b['rank']} of {len(lb['bots'])}"),
@@ -533,9 +581,10 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: _Site, author: s
         ("Bid bias (bid − won)", num(b["bid_bias"], 3)),
         ("Faults", f"{sum(b['faults'].values())} ({faults_text})"),
         ("Forfeited games", str(b["forfeits"])),
-        ("Answer time", "–" if not latency else
-         f"p50 {_ms(latency['p50'])} ms, p95 {_ms(latency['p95'])} ms, "
-         f"max {_ms(latency['max'])} ms"),
+        ("Answer time", _times_text(latency, "–")),
+        ("CPU time per decision", _times_text(b.get("cpu_ms"), "not measured")),
+        ("Sandbox", "yes" if sandboxed else f"{UNSANDBOXED_MARK} {esc(UNSANDBOXED_NOTE)}"),
+        ("Isolation", f'<a href="{root}tournament.html#isolation">{esc(_isolation(lb))}</a>'),
     ]
     if b.get("version"):
         stats.insert(1, ("Version", esc(b["version"])))
@@ -543,7 +592,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: _Site, author: s
         stats.insert(2, ("Author", esc(author)))
     stat_rows = "".join(f'<tr><th scope="row">{k}</th><td>{v}</td></tr>' for k, v in stats)
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
-            if b["provisional"] else "")
+            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}")
     ranks = {e["name"]: e["rank"] for e in lb["bots"]}
     vs_rows = []
     for p in lb.get("head_to_head") or []:
@@ -811,6 +860,9 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
     n_tables = len({r.table_no for r in site.rows})
     seed = lb.get("seed")
     commitment = lb.get("seed_commitment")
+    isolation = _isolation(lb)
+    unsandboxed = [str(b["name"]) for b in registered
+                   if b.get("sandboxed") is not None and not b.get("sandboxed")]
 
     def dl(items: Iterable[tuple[str, str]]) -> str:
         return ('<dl class="facts">'
@@ -827,9 +879,12 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         name = str(b["name"])
         entry = played.get(name)
         link = bot_link("", site.slugs, name) if entry else esc(name)
+        sandboxed = b.get("sandboxed") is None or bool(b.get("sandboxed"))
         bot_rows.append(
-            f"<tr><td>{link}</td><td>{esc(b.get('version') or '–')}</td>"
+            f'<tr data-bot="{esc(name)}"><td>{link}</td>'
+            f"<td>{esc(b.get('version') or '–')}</td>"
             f"<td>{esc(b.get('author') or '–')}</td>"
+            f"<td>{'yes' if sandboxed else UNSANDBOXED_MARK}</td>"
             f'<td class="num">{entry["games"] if entry else 0}</td>'
             f'<td class="num">{entry["rank"] if entry else "–"}</td></tr>')
     skipped = json.loads(meta.get("skipped") or "[]") if meta.get("skipped") else []
@@ -865,8 +920,21 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         '<p class="note">A late, illegal or malformed answer is a fault: the referee plays a '
         "default action for the seat and the game goes on. After the allowed number of "
         "faults the default actions play the seat for the rest of the game.</p></section>",
+        '<section aria-labelledby="isolation"><h2 id="isolation">Isolation</h2>',
+        dl([("Bot processes", f'<span id="isolation-mode">{esc(isolation)}</span>: '
+                              f"{esc(ISOLATION_MODES.get(isolation, 'not described'))}"),
+            ("Sandbox", "no bot ran without it" if not unsandboxed else
+             f"{esc(', '.join(unsandboxed))}: not confined in it (untrusted mode off, or "
+             "a bot served from elsewhere); the others ran in it")]),
+        '<p class="note">A bot process the arena starts runs in a sandbox, with limits on its '
+        "memory, processes, CPU time, file size and open files; hitting a limit is a "
+        "<i>resource</i> fault. Only a bot the tournament file trusts runs without it (and a "
+        "bot served from elsewhere is out of the arena's reach). The "
+        "isolation mode says how bot processes are shared between games. The bots' CPU time "
+        "per decision (on the leaderboard and the bot pages) is the bot process's own CPU "
+        "time while it decided, where the machine could measure it.</p></section>",
         '<section aria-labelledby="bots-h"><h2 id="bots-h">Bots</h2>',
-        table(["Bot", "Version", "Author", "Games", "Rank"], bot_rows,
+        table(["Bot", "Version", "Author", "Sandbox", "Games", "Rank"], bot_rows,
               ' id="bots" class="data compact"'),
         (f'<p class="note">Left out: {esc(", ".join(f"{n} ({why})" for n, why in skipped))}.'
          "</p>" if skipped else ""),

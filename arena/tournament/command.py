@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -27,7 +28,8 @@ from arena.leaderboard import (
     render_markdown,
     write_leaderboard,
 )
-from arena.tournament.config import ConfigError, load_config
+from arena.sandbox import limit_mechanism, sandbox_works, usable_cores
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.runner import TournamentError, prepare, run
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store, StoreError
@@ -43,6 +45,13 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     for name, reason in config.skipped:
         err.print(f"note: bot {name} left out: {reason}")
+    confined = [b for b in config.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
+    if confined:
+        why = sandbox_works()
+        if why is not None:
+            print(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: {why}",
+                  file=sys.stderr)
+            return 2
     if args.fresh and Store.exists(config.output):
         for suffix in ("", "-wal", "-shm"):
             path = config.output / f"tournament.sqlite{suffix}"
@@ -51,6 +60,12 @@ def run_command(args: argparse.Namespace) -> int:
         shutil.rmtree(config.output / "logs", ignore_errors=True)
     try:
         store = Store.open(config.output)
+        # the store holds the seed: readable by its owner only (and never in a sandbox)
+        os.chmod(config.output, 0o700)
+        for suffix in ("", "-wal", "-shm"):
+            path = config.output / f"tournament.sqlite{suffix}"
+            if path.exists():
+                os.chmod(path, 0o600)
     except StoreError as e:
         print(str(e), file=sys.stderr)
         return 2
@@ -62,6 +77,7 @@ def run_command(args: argparse.Namespace) -> int:
             return 2
         out.print(f"[bold]{config.name}[/]: {config.game}, {config.seats} seats, "
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
+        _print_confinement(config, err)
         out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
         print(commitment, flush=True)
         progress = Progress(
@@ -115,6 +131,36 @@ def run_command(args: argparse.Namespace) -> int:
                   f"{summary.faults} faults; {summary.done_before + summary.played} of "
                   f"{summary.total} games done")
         return leaderboard_command(store, config.output, "table", args.resamples)
+
+
+def _print_confinement(config: TournamentConfig, err: Console) -> None:
+    """Say at the start how the bots are confined, and what is not as it should be."""
+    cores = usable_cores()
+    isolation = {"deal": "a process per bot plays one game at a time and never sees a "
+                         "deal twice",
+                 "game": "a fresh process per bot and game",
+                 "shared": "one process per bot serves every game, several at once: "
+                           "for trusted bots only"}[config.isolation]
+    err.print(f"isolation: {config.isolation} ({isolation}); {config.concurrency} game(s) at "
+              f"once on {cores} usable core(s)", soft_wrap=True, markup=False)
+    if config.concurrency_given and config.concurrency > cores:
+        err.print(f"warning: concurrency {config.concurrency} is more than the {cores} usable "
+                  f"core(s): bots that think for their whole time may time out",
+                  soft_wrap=True, markup=False)
+    external = [b for b in config.bots if b.spec.kind == "cmd"]
+    if not external:
+        return
+    mechanism = limit_mechanism()
+    err.print(mechanism.describe(config.limits), soft_wrap=True, markup=False)
+    for bot in external:
+        conf = bot.confinement
+        if not conf.sandbox:
+            err.print(f"warning: bot {bot.name} runs without a sandbox (sandbox = false): "
+                      f"it can read and change everything the arena can", soft_wrap=True,
+                      markup=False)
+        if conf.limits != config.limits:
+            err.print(f"bot {bot.name}: {conf.limits.describe()}", soft_wrap=True,
+                      markup=False)
 
 
 def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:

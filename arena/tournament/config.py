@@ -7,6 +7,7 @@ game starts. The format is documented in ``docs/tournaments.md``.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tomllib
 from dataclasses import dataclass, field
@@ -16,11 +17,18 @@ from typing import Any
 from arena.botproc import BotSpec, BotSpecError, command_args
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
+from arena.sandbox import LIMIT_KEYS, Confinement, Limits, usable_cores
 from arena.tournament.schedule import FORMATS
 
 
 class ConfigError(ValueError):
     """A mistake in a tournament file; the message is one line naming the file and key."""
+
+
+ISOLATIONS = ("deal", "game", "shared")
+"""``deal`` (default): a bot process plays one game at a time and never two games with
+the same deal; ``game``: a fresh process per game; ``shared``: one process per bot for
+every game, several at once (trusted bots only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,7 @@ class BotEntry:
     spec: BotSpec
     requires: str | None = None
     """A program that must be on PATH for this bot to take part (else it is left out)."""
+    confinement: Confinement = field(default_factory=Confinement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +60,12 @@ class TournamentConfig:
     deals: int = 1
     candidates: tuple[str, ...] = ()
     seed: int | None = None
-    concurrency: int = 4
+    concurrency: int = field(default_factory=usable_cores)
+    concurrency_given: bool = False
+    """Whether the file set ``concurrency`` (else it is the usable cores)."""
+    isolation: str = "deal"
+    limits: Limits = field(default_factory=Limits)
+    """The default limits per bot process (a bot's own ``limits`` override them)."""
     output: Path = field(default_factory=lambda: Path("out"))
 
     @property
@@ -65,10 +79,13 @@ class TournamentConfig:
 
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "schedule", "bots"}
+        "schedule", "bots", "isolation", "limits"}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _SCHEDULE = {"format", "deals", "candidates"}
-_BOT = {"name", "spec", "requires"}
+_BOT = {"name", "spec", "requires", "sandbox", "read_only", "env", "limits"}
+_LIMIT_MAX = {"memory_mb": 1 << 20, "processes": 1 << 16, "cpu_s": 10**7, "file_mb": 1 << 20,
+              "open_files": 1 << 20}
 
 
 def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
@@ -109,7 +126,12 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     if fmt not in FORMATS:
         raise ConfigError(f"{where}: schedule.format: {fmt!r}; expected one of "
                           f"{', '.join(FORMATS)}")
-    bots, skipped = _bots(where, data.get("bots"))
+    limits = _limits(where, "limits", data.get("limits", {}), Limits())
+    isolation = _str(where, "isolation", data.get("isolation", "deal"))
+    if isolation not in ISOLATIONS:
+        raise ConfigError(f"{where}: isolation: {isolation!r}; expected one of "
+                          f"{', '.join(ISOLATIONS)}")
+    bots, skipped = _bots(where, data.get("bots"), limits, path.parent)
     names = [b.name for b in bots]
     if len(bots) < seats:
         note = f" ({len(skipped)} left out: {', '.join(n for n, _ in skipped)})" if skipped else ""
@@ -145,11 +167,48 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
                         600_000),
         format=fmt, deals=_int(where, "schedule.deals", sched.get("deals", 1), 1, 10**6),
         candidates=tuple(candidates_raw), seed=seed,
-        concurrency=_int(where, "concurrency", data.get("concurrency", 4), 1, 256),
+        concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
+        concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
         output=out)
 
 
-def _bots(where: str, raw: Any) -> tuple[list[BotEntry], list[tuple[str, str]]]:
+def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:
+    table = _table(where, key, raw)
+    _known(where, key, table, set(LIMIT_KEYS))
+    return base.merged({k: _int(where, f"{key}.{k}", v, 0, _LIMIT_MAX[k])
+                        for k, v in table.items()})
+
+
+def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
+                 folder: Path) -> Confinement:
+    sandbox = entry.get("sandbox", True)
+    if not isinstance(sandbox, bool):
+        raise ConfigError(f"{where}: {key}.sandbox: expected true or false, got {sandbox!r}")
+    read_only = entry.get("read_only", [])
+    if not isinstance(read_only, list) or not all(isinstance(p, str) and p
+                                                  for p in read_only):
+        raise ConfigError(f"{where}: {key}.read_only: expected a list of paths")
+    paths: list[Path] = []
+    for text in read_only:
+        path = Path(text)
+        if not path.exists():
+            raise ConfigError(f"{where}: {key}.read_only: {text!r} does not exist")
+        paths.append(path.absolute())
+    env = _table(where, f"{key}.env", entry.get("env", {}))
+    for name, value in env.items():
+        if not _ENV_NAME.fullmatch(name) or not isinstance(value, str) or "\0" in value:
+            raise ConfigError(f"{where}: {key}.env.{name}: expected NAME = \"string\" with "
+                              f"NAME of letters, digits and _")
+        if name.startswith("ARENA_"):
+            raise ConfigError(f"{where}: {key}.env.{name}: ARENA_ variables are the "
+                              f"arena's own")
+    return Confinement(sandbox=sandbox,
+                       limits=_limits(where, f"{key}.limits", entry.get("limits", {}), limits),
+                       read_only=tuple(paths), env=tuple(sorted(env.items())))
+
+
+def _bots(where: str, raw: Any, limits: Limits, folder: Path,
+          ) -> tuple[list[BotEntry], list[tuple[str, str]]]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
                           f"name and spec")
@@ -181,7 +240,8 @@ def _bots(where: str, raw: Any) -> tuple[list[BotEntry], list[tuple[str, str]]]:
             if shutil.which(program) is None and not Path(program).exists():
                 raise ConfigError(f"{where}: {key}.spec: bot {name}: cannot start: "
                                   f"{program!r} not found")
-        bots.append(BotEntry(name, spec, requires))
+        bots.append(BotEntry(name, spec, requires,
+                             _confinement(where, key, entry, limits, folder)))
     return bots, skipped
 
 

@@ -4,22 +4,29 @@ every finished game stored at once, and a clean stop on Ctrl-C or SIGTERM.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import secrets
 import signal
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from arena import __version__
+from arena.botproc import command_args
 from arena.bots import make_bot
 from arena.files import atomic_writer
-from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
+from arena.players import HandshakeError, LocalPlayer, RemotePlayer, UnreachablePlayer
+from arena.pool import BotPool
 from arena.referee import Player, TimeControl, play_game
 from arena.rules import new_game
+from arena.sandbox import bot_folders
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
@@ -67,6 +74,7 @@ def prepare(config: TournamentConfig, store: Store) -> tuple[int, str]:
         "tournament_hash": config.digest, "arena_version": __version__,
         "bots": json.dumps([b.name for b in config.bots]),
         "skipped": json.dumps([list(s) for s in config.skipped]),
+        "isolation": config.isolation,
     })
     return seed, commitment
 
@@ -90,28 +98,63 @@ async def run(config: TournamentConfig, store: Store, seed: int,
     store.reset_unfinished()
     done = store.done_ids()
     pending = [g for g in games if g.id not in done]
+    if config.isolation != "shared":
+        # a lane (table, rotation) plays its deals one after another, so a process that
+        # has played deal d at one table plays deal d+1 next, never d again
+        pending.sort(key=lambda g: (g.table_no, g.rotation, g.deal_no))
     clock = TimeControl(config.move_ms, config.bank_ms, config.max_faults)
     log_dir = config.output / "logs"
-    connections: dict[str, BotConnection] = {}
     summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    hide = (config.output.absolute(), *bot_folders_of(config))
+    failed: list[TournamentError] = []
     try:
-        for bot in config.bots:
-            if bot.spec.kind != "builtin":
-                connections[bot.name] = BotConnection(bot.name, bot.spec, log_dir,
-                                                      config.startup_ms / 1000)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
                 nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, summary)
-                await _open_all(config, connections, store)
+                pools: dict[str, BotPool] = {}
+                for bot in config.bots:
+                    if bot.spec.kind != "builtin":
+                        own = tuple(f for f in bot_folders_of(config, bot.name))
+                        pools[bot.name] = await stack.enter_async_context(BotPool(
+                            bot.name, bot.spec, log_dir, config.startup_ms / 1000,
+                            bot.confinement, config.isolation, config.deals,
+                            hide=tuple(h for h in hide if h not in own),
+                            spares=1, max_idle=2 * config.concurrency + 2))
+                try:
+                    await _open_all(config, pools, store)
+                except TournamentError as e:
+                    failed.append(e)
+                    nursery.cancel_scope.cancel()
+                    return summary
                 if on_start is not None:
                     on_start(summary.total, summary.done_before)
-                await _play_all(config, pending, connections, clock, store, summary, on_game)
+                await _play_all(config, seed, pending, pools, clock, store, summary, on_game)
                 nursery.cancel_scope.cancel()
     finally:
-        for conn in connections.values():
-            conn.close()
         summary.seconds = time.monotonic() - started
+        if failed:
+            raise failed[0]
     return summary
+
+
+def wire_ids(seed: int, scheduled: ScheduledGame) -> tuple[str, str]:
+    """The game and table ids a game's bots are sent: keyed hashes of the schedule id
+    under the secret seed. Opaque to the bots (they reveal neither the deal nor the
+    rotation, and differ for every game), yet the same when a stopped run is resumed, so
+    a bot that seeds itself from the id plays the same game again."""
+    key = str(seed).encode()
+    return (hmac.new(key, f"game/{scheduled.id}".encode(), hashlib.sha256).hexdigest()[:16],
+            hmac.new(key, f"table/{scheduled.id}".encode(), hashlib.sha256).hexdigest()[:16])
+
+
+def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Path]:
+    """The folders of the field's ``cmd:`` bots (hidden from every other bot)."""
+    folders: list[Path] = []
+    for bot in config.bots:
+        if bot.spec.kind == "cmd" and (only is None or bot.name == only):
+            args = command_args(bot.spec.value)
+            folders += bot_folders(args[1:], Path.cwd())
+    return folders
 
 
 async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
@@ -122,32 +165,51 @@ async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: i
         return
 
 
-async def _open_all(config: TournamentConfig, connections: dict[str, BotConnection],
+async def _open_all(config: TournamentConfig, pools: dict[str, BotPool],
                     store: Store) -> None:
     errors: list[str] = []
 
-    async def open_one(name: str, conn: BotConnection) -> None:
+    async def open_one(name: str, pool: BotPool) -> None:
         try:
-            info = await conn.open(config.game)
+            info = await pool.open(config.game)
         except HandshakeError as e:
             errors.append(f"{config.path}: {e}")
             return
-        store.set_bot(name, str(conn.spec), info.version, info.author, info.protocol_version,
-                      info.games)
+        store.set_bot(name, str(pool.spec), info.version, info.author, info.protocol_version,
+                      info.games, sandboxed=_sandboxed(config, name),
+                      isolation=config.isolation)
 
     async with trio.open_nursery() as nursery:
-        for name, conn in connections.items():
-            nursery.start_soon(open_one, name, conn)
+        for name, pool in pools.items():
+            nursery.start_soon(open_one, name, pool)
     for bot in config.bots:
         if bot.spec.kind == "builtin":
             store.set_bot(bot.name, str(bot.spec), __version__, "trick-arena", None,
-                          ("wizard", "trumps"))
+                          ("wizard", "trumps"), sandboxed=True, isolation=config.isolation)
     if errors:
         raise TournamentError(sorted(errors)[0])
 
 
-async def _play_all(config: TournamentConfig, pending: list[ScheduledGame],
-                    connections: dict[str, BotConnection], clock: TimeControl, store: Store,
+def _sandboxed(config: TournamentConfig, name: str) -> bool:
+    """Whether the arena confines the bot (built-ins run in the arena; remote bots run on
+    their author's machine, out of the arena's reach, and count as not sandboxed)."""
+    for bot in config.bots:
+        if bot.name == name:
+            return bot.spec.kind == "builtin" or (bot.spec.kind == "cmd"
+                                                  and bot.confinement.sandbox)
+    return False
+
+
+async def _seat(pool: BotPool, scheduled: ScheduledGame, name: str) -> tuple[Player, Any]:
+    try:
+        conn = await pool.lease(scheduled.deal_seed)
+    except HandshakeError as e:
+        return UnreachablePlayer(name, f"cannot start a process for this game: {e}"), None
+    return RemotePlayer(conn, name), conn
+
+
+async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
+                    pools: dict[str, BotPool], clock: TimeControl, store: Store,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, int], None] | None) -> None:
     specs = {b.name: b.spec for b in config.bots}
@@ -159,18 +221,29 @@ async def _play_all(config: TournamentConfig, pending: list[ScheduledGame],
     async def worker() -> None:
         async for scheduled in receive:
             players: list[Player] = []
-            for seat, name in enumerate(scheduled.bots):
-                if name in connections:
-                    players.append(RemotePlayer(connections[name], name))
-                else:
-                    bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/{scheduled.id}/"
-                                                      f"{seat}")
-                    players.append(LocalPlayer(bot, name))
-            game = new_game(config.game, config.options, scheduled.deal_seed)
-            store.game_started(scheduled)
-            report = await play_game(game, players, clock, game_id=scheduled.id,
-                                     table_id=scheduled.table_id)
-            store.game_finished(scheduled, report.record, report.latencies_ms)
+            leased: list[tuple[BotPool, Any]] = []
+            try:
+                for seat, name in enumerate(scheduled.bots):
+                    if name in pools:
+                        player, conn = await _seat(pools[name], scheduled, name)
+                        players.append(player)
+                        if conn is not None:
+                            leased.append((pools[name], conn))
+                    else:
+                        bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/"
+                                                          f"{scheduled.id}/{seat}")
+                        players.append(LocalPlayer(bot, name))
+                game = new_game(config.game, config.options, scheduled.deal_seed)
+                store.game_started(scheduled)
+                report = await play_game(game, players, clock, game_id=scheduled.id,
+                                         table_id=scheduled.table_id,
+                                         wire_ids=wire_ids(seed, scheduled))
+            finally:
+                with trio.CancelScope(shield=True):
+                    for pool, conn in leased:
+                        await pool.release(conn)
+            store.game_finished(scheduled, report.record, report.latencies_ms,
+                                report.cpu_ms)
             summary.played += 1
             summary.faults += len(report.faults)
             if on_game is not None:

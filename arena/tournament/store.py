@@ -2,10 +2,14 @@
 
 It holds the tournament file as run and its hash, the bots and the versions they
 reported, and every game: table, deal seed, rotation, status, start and end time, the
-full record, per-seat results, faults and answer latencies. A game is written in one
-transaction when it finishes, so a kill -9 at any moment loses at most the games in
-flight and never leaves the store inconsistent. Games marked ``running`` when a run
-stopped are played again from the start by the next run.
+full record, per-seat results, faults, answer latencies and the bots' CPU time per
+decision. A game is written in one transaction when it finishes, so a kill -9 at any
+moment loses at most the games in flight and never leaves the store inconsistent. Games
+marked ``running`` when a run stopped are played again from the start by the next run.
+
+Columns added after the first release (``bots.sandboxed``, ``bots.isolation``,
+``latencies.cpu_ms``) are nullable and are added to an older store when it is opened, so
+:data:`SCHEMA_VERSION` stays ``"1"``: an older arena ignores them.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ CREATE TABLE IF NOT EXISTS bots (
     version TEXT,
     author TEXT,
     protocol_version INTEGER,
-    games TEXT
+    games TEXT,
+    sandboxed INTEGER,
+    isolation TEXT
 );
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,
@@ -73,9 +79,18 @@ CREATE TABLE IF NOT EXISTS latencies (
     seat INTEGER NOT NULL,
     bot TEXT NOT NULL,
     ms TEXT NOT NULL,
+    cpu_ms TEXT,
     PRIMARY KEY (game_id, seat)
 );
 """
+
+_ADDED_COLUMNS = (
+    # table, column, declaration: nullable columns newer than the first schema
+    ("bots", "sandboxed", "INTEGER"),
+    ("bots", "isolation", "TEXT"),
+    ("latencies", "cpu_ms", "TEXT"),
+)
+"""Columns an older store lacks; :meth:`Store.open` adds them with ``ALTER TABLE``."""
 
 
 class StoreError(RuntimeError):
@@ -98,6 +113,9 @@ class StoredGame:
     record: dict[str, Any]
     latencies_ms: tuple[tuple[float, ...], ...]
     """Answer latencies by seat, in milliseconds."""
+    cpu_ms: tuple[tuple[float | None, ...], ...] = ()
+    """The bot process's CPU time per decision by seat, in milliseconds (None where it was
+    not measured); a seat's tuple is empty when none was stored for it."""
 
     @property
     def unit(self) -> str:
@@ -130,8 +148,14 @@ class Store:
         if version is None:
             store.set_meta({"schema_version": SCHEMA_VERSION})
         elif version != SCHEMA_VERSION:
+            db.close()
             raise StoreError(f"{path}: store schema version {version}; this arena reads "
                              f"version {SCHEMA_VERSION}")
+        try:
+            _add_missing_columns(db)  # after the version check: leave other versions alone
+        except sqlite3.DatabaseError as e:
+            db.close()
+            raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
         return store
 
     @classmethod
@@ -158,19 +182,29 @@ class Store:
                                 list(values.items()))
 
     def set_bot(self, name: str, spec: str, version: str = "", author: str = "",
-                protocol_version: int | None = None, games: Sequence[str] = ()) -> None:
+                protocol_version: int | None = None, games: Sequence[str] = (), *,
+                sandboxed: bool = True, isolation: str = "") -> None:
+        """Register a bot. ``sandboxed`` is False for a bot the arena does not confine in
+        its sandbox (untrusted mode off, or a bot served from elsewhere); ``isolation`` is
+        how its processes are shared between games (``"deal"``, ``"game"`` or
+        ``"shared"``; ``""`` if unsaid)."""
         with self._transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO bots (name, spec, version, author, protocol_version,"
-                " games) VALUES (?, ?, ?, ?, ?, ?)",
-                (name, spec, version, author, protocol_version, ",".join(games)))
+                " games, sandboxed, isolation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, spec, version, author, protocol_version, ",".join(games),
+                 int(bool(sandboxed)), isolation))
 
     def bots(self) -> list[dict[str, Any]]:
+        """The registered bots by name: ``name``, ``spec``, ``version``, ``author``,
+        ``protocol_version``, ``games`` (a list), ``sandboxed`` (True when not recorded, as
+        in a store written before the flag existed) and ``isolation`` (``""`` if unsaid)."""
         rows = self.db.execute(
-            "SELECT name, spec, version, author, protocol_version, games FROM bots "
-            "ORDER BY name").fetchall()
+            "SELECT name, spec, version, author, protocol_version, games, sandboxed, isolation"
+            " FROM bots ORDER BY name").fetchall()
         return [{"name": r[0], "spec": r[1], "version": r[2], "author": r[3],
-                 "protocol_version": r[4], "games": [g for g in (r[5] or "").split(",") if g]}
+                 "protocol_version": r[4], "games": [g for g in (r[5] or "").split(",") if g],
+                 "sandboxed": r[6] is None or bool(r[6]), "isolation": r[7] or ""}
                 for r in rows]
 
     # -- games ------------------------------------------------------------------------
@@ -199,8 +233,15 @@ class Store:
                  str(game.deal_seed), json.dumps(game.bots), time.time()))
 
     def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
-                      latencies_ms: Sequence[Sequence[float]]) -> None:
-        """Store a finished game with its results, faults and latencies, atomically."""
+                      latencies_ms: Sequence[Sequence[float]],
+                      cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
+        """Store a finished game with its results, faults and latencies, atomically.
+
+        ``latencies_ms`` holds each seat's answer times; ``cpu_ms`` (optional) each seat's
+        bot-process CPU time per decision, None where it was not measured (a built-in bot,
+        a machine without cgroups). Both are stored rounded to 0.001 ms.
+        """
+        seats = max(len(latencies_ms), len(cpu_ms or ()))
         forfeited = record.get("forfeited") or [False] * len(game.bots)
         with self._transaction():
             self.db.execute(
@@ -217,9 +258,14 @@ class Store:
                 [(game.id, f["seat"], game.bots[f["seat"]], f.get("round"), f.get("trick"),
                   f["kind"], f["detail"], f["action"]) for f in record.get("faults", [])])
             self.db.executemany(
-                "INSERT OR REPLACE INTO latencies (game_id, seat, bot, ms) VALUES (?, ?, ?, ?)",
-                [(game.id, s, game.bots[s], json.dumps([round(x, 3) for x in ms]))
-                 for s, ms in enumerate(latencies_ms)])
+                "INSERT OR REPLACE INTO latencies (game_id, seat, bot, ms, cpu_ms)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(game.id, s, game.bots[s],
+                  json.dumps([round(x, 3) for x in
+                              (latencies_ms[s] if s < len(latencies_ms) else ())]),
+                  None if cpu_ms is None or s >= len(cpu_ms) else json.dumps(
+                      [None if x is None else round(x, 3) for x in cpu_ms[s]]))
+                 for s in range(seats)])
 
     def iter_games(self) -> Iterator[StoredGame]:
         """Every finished game in schedule order, one at a time (records are not kept)."""
@@ -228,15 +274,40 @@ class Store:
             " g.started_at, g.ended_at, g.record FROM games g WHERE g.status = 'done'"
             " ORDER BY g.seq")
         for row in cursor:
-            lat = {s: tuple(json.loads(ms)) for s, ms in self.db.execute(
-                "SELECT seat, ms FROM latencies WHERE game_id = ?", (row[0],))}
+            lat: dict[int, tuple[float, ...]] = {}
+            cpu: dict[int, tuple[float | None, ...]] = {}
+            for s, ms, cpu_ms in self.db.execute(
+                    "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?", (row[0],)):
+                lat[s] = tuple(json.loads(ms))
+                if cpu_ms is not None:
+                    cpu[s] = tuple(json.loads(cpu_ms))
             bots = tuple(json.loads(row[6]))
             yield StoredGame(row[0], row[1], row[2], row[3], row[4], int(row[5]), bots,
                              row[7], row[8], json.loads(row[9]),
-                             tuple(lat.get(s, ()) for s in range(len(bots))))
+                             tuple(lat.get(s, ()) for s in range(len(bots))),
+                             tuple(cpu.get(s, ()) for s in range(len(bots))))
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Add the columns of :data:`_ADDED_COLUMNS` that an older store lacks.
+
+    Checked again inside a write transaction, so that two processes opening the same old
+    store at once do not both add a column."""
+    def missing() -> list[tuple[str, str, str]]:
+        have: dict[str, set[str]] = {}
+        for table, _, _ in _ADDED_COLUMNS:
+            if table not in have:
+                have[table] = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        return [c for c in _ADDED_COLUMNS if c[1] not in have[c[0]]]
+
+    if not missing():
+        return
+    with _Transaction(db):
+        for table, column, declaration in missing():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 class _Transaction:

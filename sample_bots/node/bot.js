@@ -153,6 +153,12 @@ function main() {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // Exit when the process that started us is gone (even after its kill -9): an orphan
+  // is re-parented, so its parent pid changes. Works inside the arena's PID namespace too.
+  const parent = process.ppid;
+  if (parent > 1) {
+    setInterval(() => { if (process.ppid !== parent) stop('parent gone'); }, 250).unref();
+  }
 }
 
 main();

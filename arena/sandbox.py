@@ -1,0 +1,607 @@
+"""Confinement of the bot processes the arena starts: bubblewrap, cgroups and rlimits.
+
+A ``cmd:`` bot runs as ``sh`` (joins the bot's cgroups) -> ``prlimit`` (rlimits) ->
+``bwrap`` (namespaces, a read-only view of the files it needs) -> the bot's command.
+No ``preexec_fn`` is used: grpcio's fork handlers make that unsafe (GRPC-NOTES).
+
+* :class:`Limits` are the per-process limits; :func:`limit_mechanism` says how they are
+  enforced on this machine (cgroup v2, cgroup v1, or rlimits only).
+* :class:`Cgroup` is one bot process's cgroup (one per controller on v1): limits, the
+  list of its processes (stopped with SIGSTOP between its calls: unlike the cgroup v1
+  freezer, a stopped process still dies with the arena), its CPU time, and why it was
+  killed.
+* :func:`bwrap_args` builds the sandbox's command line from a :class:`Confinement`.
+
+What a bot can see and do is stated in ``docs/protocol.md`` ("The sandbox").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+
+BWRAP_PACKAGE = "bubblewrap"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be set up here; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Limits for one bot process (and everything it starts). 0 means no limit."""
+
+    memory_mb: int = 1024
+    processes: int = 128
+    """Processes and threads together (a thread is a task to the kernel)."""
+    cpu_s: int = 3600
+    """CPU seconds over the process's life: a backstop; the clock limits each decision."""
+    file_mb: int = 64
+    """The largest file it may write (in its private /tmp)."""
+    open_files: int = 256
+
+    def merged(self, overrides: dict[str, int]) -> Limits:
+        return replace(self, **overrides)
+
+    def describe(self) -> str:
+        def one(value: int, unit: str) -> str:
+            return "none" if value == 0 else f"{value}{unit}"
+        return (f"memory {one(self.memory_mb, ' MiB')}, processes {one(self.processes, '')}, "
+                f"CPU {one(self.cpu_s, ' s')}, file size {one(self.file_mb, ' MiB')}, "
+                f"open files {one(self.open_files, '')}")
+
+
+LIMIT_KEYS = ("memory_mb", "processes", "cpu_s", "file_mb", "open_files")
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """How one bot's processes are confined."""
+
+    sandbox: bool = True
+    """Run under bubblewrap; False only for bots the tournament file trusts explicitly."""
+    limits: Limits = field(default_factory=Limits)
+    read_only: tuple[Path, ...] = ()
+    """Extra paths the bot may read (a model file, a data folder)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Extra environment variables granted to the bot."""
+
+
+# -- how limits are enforced on this machine ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    """How limits, stopping bots between calls and CPU accounting work on this machine."""
+
+    kind: str
+    """``cgroup2``, ``cgroup1`` or ``rlimit``."""
+    base: dict[str, Path]
+    """controller (or ``""`` for v2) -> the folder the arena creates its cgroups in."""
+    note: str = ""
+
+    @property
+    def cgroups(self) -> bool:
+        return self.kind != "rlimit"
+
+    def describe(self, limits: Limits) -> str:
+        if self.kind == "cgroup2":
+            how = ("cgroup v2 (memory, pids, CPU time) and rlimits (CPU, file size, "
+                   "open files)")
+        elif self.kind == "cgroup1":
+            how = ("cgroup v1 (memory, pids, cpuacct) and rlimits (CPU, file size, "
+                   "open files)")
+        else:
+            how = ("rlimits only (data size, processes, CPU, file size, open files); bots are "
+                   "not stopped between calls and their CPU time is not measured"
+                   + (f": {self.note}" if self.note else ""))
+        return f"limits per bot process: {limits.describe()}; enforced by {how}"
+
+
+def _own_cgroup_path(controller: str) -> str | None:
+    """This process's cgroup path for ``controller`` (``""``: the v2 unified path)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if controller == "" and parts[0] == "0" and parts[1] == "":
+            return parts[2]
+        if controller and controller in parts[1].split(","):
+            return parts[2]
+    return None
+
+
+def _writable_dir(path: Path) -> bool:
+    """Whether a child cgroup can be made in ``path`` (tried for real, then removed)."""
+    probe = path / f"arena-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        probe.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+@cache
+def limit_mechanism() -> Mechanism:
+    """Detect cgroup v2 (with the controllers delegated), cgroup v1, or rlimits only."""
+    if os.environ.get("ARENA_NO_CGROUPS"):
+        return Mechanism("rlimit", {}, "ARENA_NO_CGROUPS is set")
+    unified = _own_cgroup_path("")
+    v2_root = CGROUP_ROOT if (CGROUP_ROOT / "cgroup.controllers").exists() else None
+    if v2_root is not None and unified is not None:
+        own = v2_root / unified.lstrip("/")
+        try:
+            available = set((own / "cgroup.controllers").read_text().split())
+        except OSError:
+            available = set()
+        # a v2 cgroup with processes in it cannot have children with controllers: use a
+        # sibling-free child of our own cgroup only where the controllers can be enabled
+        if {"memory", "pids"} <= available and _writable_dir(own):
+            base = own / f"trick-arena-{os.getpid()}"
+            try:
+                base.mkdir(exist_ok=True)
+                (base / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+            except OSError:
+                try:
+                    (base / "cgroup.subtree_control").write_text("+memory +pids")
+                except OSError:
+                    _rmdir_quietly(base)
+                    return Mechanism("rlimit", {}, "cgroup v2 controllers not delegated")
+            return Mechanism("cgroup2", {"": base})
+        return Mechanism("rlimit", {}, "cgroup v2 without delegated memory and pids "
+                                       "controllers (systemd-run --user --scope -p Delegate=yes)")
+    base_v1: dict[str, Path] = {}
+    for controller in _V1_CONTROLLERS:
+        own_path = _own_cgroup_path(controller)
+        folder = CGROUP_ROOT / controller
+        if own_path is None or not folder.is_dir():
+            break
+        here = folder / own_path.lstrip("/")
+        if not _writable_dir(here):
+            break
+        base_v1[controller] = here
+    if len(base_v1) == len(_V1_CONTROLLERS):
+        return Mechanism("cgroup1", base_v1)
+    return Mechanism("rlimit", {}, "no writable cgroup hierarchy (run as root, or with a "
+                                   "delegated cgroup v2)")
+
+
+def _rmdir_quietly(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+class Cgroup:
+    """One bot process's cgroup(s): created before the spawn, removed after its end.
+
+    The spawn wrapper writes its own pid into :meth:`procs_files` and then execs the
+    bot, so every process the bot starts is inside from the first instruction.
+    """
+
+    def __init__(self, mechanism: Mechanism, limits: Limits, label: str) -> None:
+        self.mechanism = mechanism
+        self.limits = limits
+        name = f"arena-{os.getpid()}-{label}-{secrets.token_hex(4)}"
+        self.dirs: dict[str, Path] = {c: base / name for c, base in mechanism.base.items()}
+        self._frozen = False
+        made: list[Path] = []
+        try:
+            for folder in self.dirs.values():
+                folder.mkdir()
+                made.append(folder)
+            self._apply_limits()
+        except OSError as e:
+            for folder in made:
+                _rmdir_quietly(folder)
+            raise SandboxError(f"cannot create the bot's cgroup: {e}") from None
+
+    @property
+    def v2(self) -> bool:
+        return self.mechanism.kind == "cgroup2"
+
+    def _dir(self, controller: str) -> Path:
+        return self.dirs["" if self.v2 else controller]
+
+    def _apply_limits(self) -> None:
+        limits = self.limits
+        if self.v2:
+            folder = self.dirs[""]
+            if limits.memory_mb:
+                (folder / "memory.max").write_text(str(limits.memory_mb << 20))
+                try:
+                    (folder / "memory.swap.max").write_text("0")
+                except OSError:
+                    pass
+            if limits.processes:
+                (folder / "pids.max").write_text(str(limits.processes))
+            return
+        if limits.memory_mb:
+            memory = self.dirs["memory"]
+            (memory / "memory.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+            try:  # no swap beyond the limit, where the kernel accounts swap
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+            except OSError:
+                pass
+        if limits.processes:
+            (self.dirs["pids"] / "pids.max").write_text(str(limits.processes))
+
+    def procs_files(self) -> list[str]:
+        return [str(folder / "cgroup.procs") for folder in self.dirs.values()]
+
+    def pids(self) -> list[int]:
+        """The processes in the cgroup (seen from the arena's PID namespace)."""
+        try:
+            text = (self._dir("pids") / "cgroup.procs").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+    # -- stopping the bot between its calls --------------------------------------------
+
+    def freeze(self) -> None:
+        """Stop every process of the bot (SIGSTOP to each process in the cgroup, again
+        until no new one appears: a stopped process cannot fork)."""
+        if self._frozen:
+            return
+        self._frozen = True
+        stopped: set[int] = set()
+        for _ in range(8):
+            fresh = [pid for pid in self.pids() if pid not in stopped]
+            if not fresh:
+                break
+            for pid in fresh:
+                _signal(pid, signal.SIGSTOP)
+            stopped.update(fresh)
+
+    def thaw(self) -> None:
+        if not self._frozen:
+            return
+        self._frozen = False
+        for pid in self.pids():
+            _signal(pid, signal.SIGCONT)
+
+    # -- accounting -----------------------------------------------------------------
+
+    def cpu_ns(self) -> int | None:
+        """CPU time used by every process of the bot so far, in nanoseconds."""
+        try:
+            if self.v2:
+                for line in (self.dirs[""] / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+                return None
+            return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def limit_hit(self) -> str | None:
+        """Which limit the bot ran into, as a fault detail, or None."""
+        limits = self.limits
+        if limits.memory_mb and self._oom_kills() > 0:
+            return f"memory limit {limits.memory_mb} MiB reached"
+        if limits.processes and self._pids_max_hits() > 0:
+            return f"process limit {limits.processes} reached (processes and threads)"
+        return None
+
+    def _oom_kills(self) -> int:
+        try:
+            if self.v2:
+                return _event((self.dirs[""] / "memory.events").read_text(), "oom_kill")
+            return _event((self.dirs["memory"] / "memory.oom_control").read_text(), "oom_kill")
+        except (OSError, ValueError):
+            return 0
+
+    def _pids_max_hits(self) -> int:
+        try:
+            return _event((self._dir("pids") / "pids.events").read_text(), "max")
+        except (OSError, ValueError):
+            return 0
+
+    def kill_all(self, signal_number: int, spare: int | None = None) -> None:
+        """Signal every process in the cgroup but ``spare`` (the arena sees them all)."""
+        for pid in self.pids():
+            if pid == spare:
+                continue
+            try:
+                os.kill(pid, signal_number)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def remove(self) -> None:
+        """Remove the cgroup folders (they must be empty: call after the processes end)."""
+        self.thaw()
+        for folder in self.dirs.values():
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # the last tasks are still being reaped
+                    time.sleep(0.002)
+
+
+def _signal(pid: int, signo: int) -> None:
+    try:
+        os.kill(pid, signo)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _event(text: str, key: str) -> int:
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def sweep_stale_cgroups(mechanism: Mechanism) -> None:
+    """Remove cgroups left by arena processes that died (kill -9): ``arena-PID-*``."""
+    for base in mechanism.base.values():
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) < 3 or parts[0] != "arena" or not parts[1].isdigit():
+                continue
+            if _pid_alive(int(parts[1])):
+                continue
+            _rmdir_quietly(base / name)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``prlimit`` options for what cgroups do not cover (all of them without cgroups)."""
+    args: list[str] = []
+    if limits.cpu_s:
+        # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
+        args.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}")
+    if limits.file_mb:
+        args.append(f"--fsize={limits.file_mb << 20}")
+    if limits.open_files:
+        args.append(f"--nofile={limits.open_files}")
+    if not mechanism.cgroups:
+        if limits.memory_mb:
+            args.append(f"--data={limits.memory_mb << 20}")
+        if limits.processes and os.getuid() != 0:
+            # counts every process of the user, and root is exempt: a weak fallback
+            args.append(f"--nproc={limits.processes + _user_processes()}")
+    return args
+
+
+def _user_processes() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
+# -- bubblewrap -------------------------------------------------------------------------
+
+
+def bwrap_binary() -> str:
+    """The ``bwrap`` program; :class:`SandboxError` naming the package when it is missing."""
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxError(
+            f"bubblewrap (bwrap) is not installed: install the '{BWRAP_PACKAGE}' package "
+            f"(apt-get install {BWRAP_PACKAGE}), or trust a bot explicitly with "
+            f"'sandbox = false' in the tournament file (--no-sandbox for arena play)")
+    return path
+
+
+@cache
+def sandbox_works() -> str | None:
+    """None when bubblewrap can make its namespaces here; else why not (one line)."""
+    try:
+        bwrap = bwrap_binary()
+    except SandboxError as e:
+        return str(e)
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+            capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap does not run here: {e}"
+    if done.returncode != 0:
+        why = " ".join(done.stderr.decode(errors="replace").split())[:200]
+        return (f"bubblewrap cannot create namespaces here ({why}); user namespaces may be "
+                f"disabled (sysctl kernel.unprivileged_userns_clone=1)")
+    return None
+
+
+_SYSTEM_DIRS = ("/usr", "/opt")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+              "nsswitch.conf", "passwd", "group", "ssl", "ca-certificates", "mime.types",
+              "os-release", "debian_version")
+
+
+def _existing(paths: list[Path]) -> list[Path]:
+    return [p for p in paths if os.path.lexists(p)]
+
+
+def program_roots(argv0: str, cwd: Path) -> list[Path]:
+    """What a command's program needs to run: its folder, or its interpreter's prefix."""
+    found = shutil.which(argv0) if os.sep not in argv0 else str(cwd / argv0)
+    roots: list[Path] = []
+    if found is None:
+        return roots
+    program = Path(found).absolute()
+    resolved = program.resolve()
+    if resolved == Path(sys.executable).resolve() or program == Path(sys.executable):
+        roots += [Path(sys.prefix), Path(sys.base_prefix)]
+        # an editable install of this package: the SDK is the arena's own source folder
+        roots.append(Path(__file__).resolve().parent)
+    for path in (program, resolved):
+        if not any(path.is_relative_to(d) for d in _SYSTEM_DIRS):
+            roots.append(path.parent)
+    return roots
+
+
+def bot_folders(args: list[str], cwd: Path) -> list[Path]:
+    """The bot's own folder(s): the folder of each argument that names an existing file
+    (the script, the binary), read-only in the sandbox."""
+    folders: list[Path] = []
+    for arg in args:
+        if arg.startswith("-") or "\0" in arg:
+            continue
+        path = Path(arg) if os.path.isabs(arg) else cwd / arg
+        try:
+            if path.is_file():
+                folders.append(path.resolve().parent)
+        except OSError:
+            continue
+    return folders
+
+
+def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confinement,
+               env: dict[str, str], hide: tuple[Path, ...] = ()) -> list[str]:
+    """The bubblewrap command line that runs ``args`` confined.
+
+    Visible read-only: /usr (and /lib, /bin symlinks), a few files of /etc, the program
+    or interpreter and its prefix, the bot's folder, extra ``read_only`` paths. Writable:
+    its socket folder and a private /tmp. ``hide`` (the output folder, other bots'
+    folders) is covered by an empty folder wherever it lies inside what is visible. Own
+    user, PID, IPC, network, UTS and cgroup namespaces; no network at all.
+    """
+    ro: list[Path] = [Path(d) for d in _SYSTEM_DIRS]
+    ro += [Path("/etc") / name for name in _ETC_FILES]
+    ro += program_roots(args[0], cwd)
+    own = bot_folders(args[1:], cwd)
+    ro += own
+    ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
+    out = [bwrap_binary(), "--unshare-all", "--die-with-parent", "--new-session",
+           "--uid", "65534", "--gid", "65534", "--hostname", "bot",
+           "--dev", "/dev", "--proc", "/proc"]
+    if confinement.limits.file_mb:
+        out += ["--size", str(max(confinement.limits.file_mb, 16) << 20)]
+    out += ["--tmpfs", "/tmp"]
+    for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"),
+                         ("/sbin", "usr/sbin")):
+        if os.path.islink(link):
+            out += ["--symlink", target, link]
+        elif os.path.isdir(link):
+            ro.append(Path(link))
+    binds: list[Path] = []
+    for path in sorted({Path(os.path.abspath(p)) for p in _existing(ro)},
+                       key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(b) for b in binds):
+            binds.append(path)
+            out += ["--ro-bind", str(path), str(path)]
+    for secret in hide:
+        secret = Path(os.path.abspath(secret))
+        if (any(secret.is_relative_to(b) for b in binds)
+                and not any(o.is_relative_to(secret) for o in own)):
+            out += ["--tmpfs", str(secret)]
+    out += ["--bind", str(socket_dir), str(socket_dir), "--clearenv"]
+    for key, value in env.items():
+        out += ["--setenv", key, value]
+    visible = any(cwd.is_relative_to(b) or b.is_relative_to(cwd) for b in binds)
+    if not visible:  # the command's relative paths must not depend on the working folder
+        args = [_absolute(arg, cwd) for arg in args]
+    return [*out, "--chdir", str(cwd) if visible else "/tmp", "--", *args]
+
+
+def _absolute(arg: str, cwd: Path) -> str:
+    if arg.startswith("-") or os.path.isabs(arg) or not os.path.exists(cwd / arg):
+        return arg
+    return str(cwd / arg)
+
+
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``sh`` joining the cgroups, then ``prlimit``: the prefix of a confined command."""
+    prefix: list[str] = []
+    if cgroup is not None:
+        # the shell writes its own pid into each cgroup, then execs the rest: every
+        # process of the bot starts inside, without a preexec_fn
+        prefix = ["/bin/sh", "-c",
+                  'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
+                  'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
+    rlimits = rlimit_args(limits, mechanism)
+    if rlimits:
+        prlimit = shutil.which("prlimit")
+        if prlimit is not None:
+            prefix += [prlimit, *rlimits, "--"]
+    return prefix
+
+
+def add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
+    """``--no-sandbox`` and ``--memory-mb`` for commands that start one game's bots."""
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run cmd: bots without bubblewrap (trusted bots only)")
+    parser.add_argument("--memory-mb", type=int, default=Limits().memory_mb, metavar="MIB",
+                        help=f"memory limit per bot process (default {Limits().memory_mb}; "
+                             f"0: none)")
+    parser.add_argument("--read-only", action="append", default=[], type=Path, metavar="PATH",
+                        help="a path cmd: bots may read in their sandbox, besides their own "
+                             "folder (repeatable)")
+
+
+def confinement_from_args(args: argparse.Namespace, needed: bool) -> Confinement:
+    """The confinement the flags ask for; :class:`SandboxError` (one line) where the
+    sandbox is needed and cannot work here."""
+    if args.memory_mb < 0:
+        raise SandboxError("--memory-mb must be 0 or more")
+    for path in args.read_only:
+        if not path.exists():
+            raise SandboxError(f"--read-only {path}: no such file or folder")
+    confinement = Confinement(sandbox=not args.no_sandbox,
+                              limits=Limits().merged({"memory_mb": args.memory_mb}),
+                              read_only=tuple(p.absolute() for p in args.read_only))
+    if needed and confinement.sandbox:
+        why = sandbox_works()
+        if why is not None:
+            raise SandboxError(why)
+    return confinement
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
