@@ -260,6 +260,8 @@ class BotProcess:
             except BaseException:
                 channel.close()
                 raise
+            if self._cgroup is not None:
+                self._cgroup.normal_priority()  # it started at idle priority
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.aclose()

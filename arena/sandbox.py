@@ -318,6 +318,19 @@ class Cgroup:
         except (OSError, ValueError):
             return 0
 
+    def normal_priority(self) -> None:
+        """Raise every thread of the bot from the idle start-up priority to normal."""
+        for pid in self.pids():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+                except OSError:
+                    pass
+
     def kill_all(self, signal_number: int, spare: int | None = None) -> None:
         """Signal every process in the cgroup but ``spare`` (the arena sees them all)."""
         for pid in self.pids():
@@ -552,8 +565,17 @@ def _absolute(arg: str, cwd: Path) -> str:
     return str(cwd / arg)
 
 
+def idle_start_possible(cgroup: Cgroup | None) -> bool:
+    """Whether a bot can start at idle CPU priority and be raised to normal once it
+    serves: that needs its cgroup (to find every thread) and the right to raise a
+    thread's priority (root)."""
+    return cgroup is not None and os.geteuid() == 0 and shutil.which("chrt") is not None
+
+
 def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
-    """``sh`` joining the cgroups, then ``prlimit``: the prefix of a confined command."""
+    """``sh`` joining the cgroups, ``chrt --idle`` (start-ups take only CPU nobody else
+    wants: a bot starting never slows a bot thinking), then ``prlimit``: the prefix of a
+    confined command."""
     prefix: list[str] = []
     if cgroup is not None:
         # the shell writes its own pid into each cgroup, then execs the rest: every
@@ -561,6 +583,8 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -
         prefix = ["/bin/sh", "-c",
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
+    if idle_start_possible(cgroup):
+        prefix += [str(shutil.which("chrt")), "--idle", "0"]
     rlimits = rlimit_args(limits, mechanism)
     if rlimits:
         prlimit = shutil.which("prlimit")

@@ -39,10 +39,13 @@ if __name__ == "__main__":
     parser.add_argument("--marker", required=True)
     parser.add_argument("--no-restart", action="store_true")
     parser.add_argument("--restart-ms", type=int, default=0)
+    parser.add_argument("--rename", action="store_true")
     args, rest = parser.parse_known_args(sys.argv[1:])
     if os.path.exists(args.marker):
         if args.no_restart:
             print("crasher: crashed before, refusing to start", file=sys.stderr)
             sys.exit(4)
         time.sleep(args.restart_ms / 1000)
+        if args.rename:
+            Crasher.name = "impostor"
     _common.serve(Crasher(args.exit_on, args.marker), args, rest)

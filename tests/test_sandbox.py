@@ -1,0 +1,288 @@
+"""The sandbox's parts: the bubblewrap command line, limits and their faults, the pool's
+invariant (a process never meets a deal twice, never two games at once), and a restarted
+bot that must repeat its hand-shake. Real processes, real gRPC; tests/test_isolation.py
+plays whole tournaments against hostile bots."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, Sandbox, bot_cmd, gone, run_trio
+
+from arena.botproc import BotProcess, BotSpec
+from arena.bots import make_bot
+from arena.players import BotConnection, LocalPlayer, RemotePlayer
+from arena.pool import BotPool
+from arena.referee import GameReport, TimeControl, play_game
+from arena.rules import new_game
+from arena.sandbox import (
+    Confinement,
+    Limits,
+    bwrap_args,
+    limit_mechanism,
+    sandbox_works,
+)
+
+needs_sandbox = pytest.mark.skipif(
+    sandbox_works() is not None and not os.environ.get("CI"),
+    reason=f"no sandbox here: {sandbox_works()}")
+needs_cgroups = pytest.mark.skipif(
+    not limit_mechanism().cgroups and not os.environ.get("CI"),
+    reason=f"no cgroups here: {limit_mechanism().note}")
+RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")
+CLOCK = TimeControl(move_ms=5000)
+
+
+def args_after(flag: str, argv: list[str]) -> list[str]:
+    """Every value that follows ``flag`` in ``argv``."""
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+
+
+# -- the command line -----------------------------------------------------------------
+
+
+@needs_sandbox
+def test_the_output_folder_is_covered_where_the_bot_folder_contains_it(tmp_path: Path) -> None:
+    bot = tmp_path / "bot.py"
+    bot.write_text("")
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = bwrap_args([sys.executable, str(bot)], tmp_path / "sock", tmp_path,
+                      Confinement(), {"ARENA_BOT_LISTEN": "unix:x"}, hide=(out,))
+    assert str(tmp_path) in args_after("--ro-bind", argv)
+    assert args_after("--tmpfs", argv) == ["/tmp", str(out)]  # an empty folder over it
+    assert args_after("--bind", argv) == [str(tmp_path / "sock")]
+    assert "--unshare-all" in argv and "--die-with-parent" in argv and "--clearenv" in argv
+    assert args_after("--setenv", argv) == ["ARENA_BOT_LISTEN"]
+
+
+@needs_sandbox
+def test_relative_paths_work_when_the_working_folder_is_not_visible(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "bot.py").write_text("")
+    argv = bwrap_args([sys.executable, "b/bot.py"], tmp_path / "sock", tmp_path,
+                      Confinement(), {})
+    # the bot's folder is visible, and so the working folder (its parent) exists
+    assert argv[-1] == "b/bot.py" and args_after("--chdir", argv) == [str(tmp_path)]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    argv = bwrap_args([sys.executable, str(tmp_path / "b" / "bot.py")], tmp_path / "s",
+                      elsewhere, Confinement(), {})
+    assert args_after("--chdir", argv) == ["/tmp"]
+
+
+@needs_sandbox
+def test_a_sandboxed_process_sees_only_what_it_was_given(arena_sandbox: Sandbox,
+                                                         tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the seed")
+    granted = tmp_path / "granted.txt"
+    granted.write_text("a model")
+    probe = tmp_path / "bot" / "probe.py"
+    probe.parent.mkdir()
+    probe.write_text(
+        "import os, socket, sys\n"
+        f"print('secret', os.path.exists({str(secret)!r}))\n"
+        f"print('granted', open({str(granted)!r}).read())\n"
+        "print('pids', sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+        "print('env', sorted(os.environ))\n"
+        "s = socket.socket()\n"
+        "try:\n    s.connect(('127.0.0.1', 22)); print('net', 'open')\n"
+        "except OSError as e:\n    print('net', e.errno)\n"
+        "open('/tmp/x', 'w').write('mine')\n"
+        "print('tmp', os.listdir('/tmp'))\n")
+    conf = Confinement(read_only=(granted,), env=(("MODEL", "x"),))
+    (tmp_path / "sock").mkdir()
+    argv = bwrap_args([sys.executable, str(probe)], tmp_path / "sock", tmp_path / "bot", conf,
+                      {"ARENA_BOT_LISTEN": "unix:/nowhere", "MODEL": "x"})
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines["secret"] == "False"
+    assert lines["granted"] == "a model"
+    assert lines["pids"] in ("['1', '2']", "['1', '2', '3']")  # bubblewrap's init and it
+    assert lines["env"] == "['ARENA_BOT_LISTEN', 'LC_CTYPE', 'MODEL', 'PWD']"
+    assert lines["net"] in ("111", "101")  # refused or unreachable: no network of its own
+    # its own /tmp: what it writes there (and the path to its socket folder, when that
+    # lies below /tmp) is all it sees, and nothing reaches the real /tmp
+    assert "'x'" in lines["tmp"] and not Path("/tmp/x").exists()
+    assert set(ast.literal_eval(lines["tmp"])) <= {"x", str(tmp_path).split("/")[2]}
+
+
+# -- limits -----------------------------------------------------------------------------
+
+
+async def _one_game(conn: BotConnection, game: str = "trumps",
+                    options: dict[str, object] | None = None,
+                    clock: TimeControl = CLOCK) -> GameReport:
+    try:
+        await conn.open(game)
+        players = [RemotePlayer(conn, "bot"), LocalPlayer(make_bot("heuristic", 1)),
+                   LocalPlayer(make_bot("random", 2))]
+        return await play_game(new_game(game, options or {"players": 3, "draw": False}, 5),
+                               players, clock)
+    finally:
+        await conn.aclose()
+
+
+@needs_cgroups
+def test_the_cpu_limit_is_a_resource_fault_charged_to_that_bot(arena_sandbox: Sandbox) -> None:
+    thinker = bot_cmd(TEST_BOTS / "hostile" / "thinker.py", "--cpu-ms", 700)
+    conn = BotConnection("thinker", BotSpec.parse(thinker), arena_sandbox.tmp / "logs",
+                         confinement=Confinement(sandbox=sandbox_works() is None,
+                                                 limits=Limits(cpu_s=1)))
+    report = run_trio(_one_game, conn)
+    faults = report.record["faults"]
+    assert faults and all(f["seat"] == 0 for f in faults)
+    assert faults[0]["kind"] == "resource"
+    assert faults[0]["detail"].startswith("CPU time limit 1 s reached")
+
+
+@needs_cgroups
+def test_cpu_time_per_decision_is_measured_and_recorded(arena_sandbox: Sandbox) -> None:
+    thinker = bot_cmd(TEST_BOTS / "hostile" / "thinker.py", "--cpu-ms", 150, "--per-game", 2)
+    conn = BotConnection("thinker", BotSpec.parse(thinker), arena_sandbox.tmp / "logs",
+                         confinement=Confinement(sandbox=sandbox_works() is None))
+    report = run_trio(_one_game, conn)
+    cpu = report.cpu_ms[0]
+    assert len(cpu) == len(report.latencies_ms[0]) > 2 and None not in cpu
+    assert 140 <= cpu[0] < 400 and 140 <= cpu[1] < 400  # its two thinks
+    assert max(cpu[2:]) < 100  # the rest: answered at once
+    assert report.cpu_ms[1] == [None] * len(report.latencies_ms[1])  # built-in: not measured
+    assert report.record["timing"]["cpu_ms"][0] == [round(x, 3) for x in cpu]
+
+
+# -- restarts -----------------------------------------------------------------------------
+
+
+def test_a_restarted_bot_must_give_the_same_name(arena_sandbox: Sandbox) -> None:
+    marker = arena_sandbox.tmp / "crashed"
+    crasher = bot_cmd(TEST_BOTS / "crasher.py", "--exit-on", 2, "--marker", marker,
+                      "--rename")
+    # unsandboxed: the marker file is how the restarted process knows it is one
+    conn = BotConnection("crasher", BotSpec.parse(crasher), arena_sandbox.tmp / "logs",
+                         confinement=Confinement(sandbox=False))
+    report = run_trio(_one_game, conn)
+    faults = report.record["faults"]
+    assert faults[0]["detail"] == "the bot process exited with code 3; restarting it"
+    assert faults[1]["kind"] == "crash"
+    assert ("a new process answered the hand-shake as 'impostor' (protocol 1), not as "
+            "'crasher'") in faults[1]["detail"]
+    assert report.record["forfeited"][0]
+
+
+# -- the pool ---------------------------------------------------------------------------
+
+
+@needs_sandbox
+def test_the_pool_never_gives_a_process_a_deal_twice_or_two_games_at_once(
+        arena_sandbox: Sandbox) -> None:
+    async def main() -> list[int]:
+        pids: list[int] = []
+        async with BotPool("r", BotSpec.parse(RANDOM_PY), arena_sandbox.tmp / "logs", 10.0,
+                           Confinement(), "deal", deals=3) as pool:
+            await pool.open("wizard")
+            a = await pool.lease(1)
+            b = await pool.lease(1)  # the same deal at another table, at the same time
+            assert a is not b
+            assert a.pid and b.pid and a.pid != b.pid
+            await pool.release(a)
+            await pool.release(b)
+            c = await pool.lease(2)
+            assert c in (a, b)  # a process that has not seen deal 2 is used again
+            d = await pool.lease(1)
+            assert d not in (a, b)  # both saw deal 1
+            assert {frozenset(x.deals) for x in (a, b, d)} >= {frozenset({1})}
+            for conn in (c, d):
+                await pool.release(conn)
+            e = await pool.lease(3)
+            assert 3 in e.deals
+            pids = [x.pid for x in (a, b, d) if x.pid is not None]
+            await pool.release(e)
+        return pids
+
+    pids = run_trio(main)
+    assert pids and all(gone(pid) for pid in pids)
+
+
+@needs_sandbox
+def test_game_isolation_ends_every_process_after_its_game(arena_sandbox: Sandbox) -> None:
+    async def main() -> None:
+        async with BotPool("r", BotSpec.parse(RANDOM_PY), arena_sandbox.tmp / "logs", 10.0,
+                           Confinement(), "game", deals=5) as pool:
+            await pool.open("wizard")
+            first = await pool.lease(1)
+            pid = first.pid
+            await pool.release(first)
+            assert pid is not None and first.pid is None
+            second = await pool.lease(2)
+            assert second is not first and second.pid != pid
+            await pool.release(second)
+            assert pool.started >= 2  # the first, and a fresh one for the next game
+
+    run_trio(main)
+
+
+# -- the stop is asynchronous ----------------------------------------------------------
+
+
+def test_ending_a_bot_that_ignores_sigterm_does_not_block_the_loop(arena_sandbox: Sandbox,
+                                                                   tmp_path: Path) -> None:
+    stubborn = tmp_path / "stubborn.py"
+    stubborn.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                        "time.sleep(60)\n")
+
+    async def main() -> float:
+        process = BotProcess("stubborn", f"python {stubborn}", tmp_path / "s.log",
+                             confinement=Confinement(sandbox=False))
+        process.spawn()
+        await trio.sleep(0.3)  # its handler is installed
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await trio.sleep(0.01)
+                ticks += 1
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tick)
+            started = trio.current_time()
+            await process.aclose(grace_s=0.5)
+            elapsed = trio.current_time() - started
+            nursery.cancel_scope.cancel()
+        assert process.returncode == -signal.SIGKILL
+        assert ticks >= 0.5 * elapsed / 0.01  # the loop kept running meanwhile
+        return elapsed
+
+    assert 0.45 < run_trio(main) < 5
+
+
+def test_a_missing_program_is_one_line(arena_sandbox: Sandbox) -> None:
+    conn = BotConnection("nobody", BotSpec.parse("cmd:/nonexistent/bot"), arena_sandbox.tmp / "l")
+    from arena.players import HandshakeError
+
+    with pytest.raises(HandshakeError) as error:
+        run_trio(conn.open)
+    assert str(error.value) == ("bot nobody: cannot start '/nonexistent/bot': "
+                                "No such file or directory")
+
+
+def test_the_arena_refuses_to_run_unsandboxed_when_bubblewrap_is_missing(
+        arena_sandbox: Sandbox, tmp_path: Path) -> None:
+    env = dict(arena_sandbox.env, PATH=str(tmp_path))  # no bwrap on this PATH
+    (tmp_path / "python").symlink_to(sys.executable)
+    done = subprocess.run([sys.executable, "-m", "arena", "play", "--game", "wizard",
+                           "--players", "3", "--bots", f"{RANDOM_PY},random,random"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "'bubblewrap' package" in done.stderr
+    assert shutil.which("bwrap", path=str(tmp_path)) is None
