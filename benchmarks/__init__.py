@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "rules": "benchmarks.rules",
     "referee": "benchmarks.grpc",
     "tournament": "benchmarks.tournament",
+    "isolation": "benchmarks.isolation",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

@@ -281,8 +281,8 @@ def test_the_arena_refuses_to_run_unsandboxed_when_bubblewrap_is_missing(
     env = dict(arena_sandbox.env, PATH=str(tmp_path))  # no bwrap on this PATH
     (tmp_path / "python").symlink_to(sys.executable)
     done = subprocess.run([sys.executable, "-m", "arena", "play", "--game", "wizard",
-                           "--players", "3", "--bots", f"{RANDOM_PY},random,random"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+                           "--players", "3", "--bots", f"{RANDOM_PY},random,random"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "'bubblewrap' package" in done.stderr
     assert shutil.which("bwrap", path=str(tmp_path)) is None
