@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from arena.cli import main
+from arena.sandbox import Limits, usable_cores
 from arena.tournament.config import ConfigError, load_config
 
 GOOD = """
@@ -40,6 +41,7 @@ spec = "random"
 name = "py"
 spec = "cmd:python sample_bots/python/random_bot.py"
 """
+PY = 'spec = "cmd:python sample_bots/python/random_bot.py"'
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -57,6 +59,24 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
     assert config.output == Path("out/t")
     assert config.seed == 7 and config.deals == 2 and config.concurrency == 2
     assert len(config.digest) == 64
+
+
+def test_isolation_limits_and_trust_per_bot(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.isolation == "deal" and config.limits == Limits()
+    assert all(b.confinement.sandbox for b in config.bots)
+    text = GOOD.replace("concurrency = 2\n", 'isolation = "shared"\n[limits]\nmemory_mb = 512\n')
+    text = text.replace(PY, PY + '\nsandbox = false\nread_only = ["proto"]\n'
+                        'env = { MODEL = "big" }\nlimits = { processes = 8 }')
+    config = load_config(write(tmp_path, text))
+    py = config.bots[2].confinement
+    assert config.isolation == "shared" and config.limits.memory_mb == 512
+    assert config.bots[0].confinement.limits.memory_mb == 512
+    assert not py.sandbox and py.read_only == (Path("proto").absolute(),)
+    assert py.env == (("MODEL", "big"),)
+    assert (py.limits.memory_mb, py.limits.processes) == (512, 8)
+    # without 'concurrency', one game per usable core: one thinking bot per core
+    assert config.concurrency == usable_cores() and not config.concurrency_given
 
 
 def test_the_demo_file_loads() -> None:
@@ -84,6 +104,19 @@ def test_the_demo_file_loads() -> None:
     (('seed = 7', 'seed = -1'), "seed: expected an integer"),
     (('name = "t"', 'name = "t"\n[[[broken'), "not valid TOML"),
     (('hook_rule = true', 'players = 3'), "options.players: set the number of players"),
+    (('concurrency = 2', 'isolation = "none"'), "isolation: 'none'; expected one of deal, game"),
+    (('concurrency = 2', 'concurrency = 2\n[limits]\nmemory = 5'),
+     "limits.memory: unknown key in [limits]; expected one of"),
+    (('concurrency = 2', 'concurrency = 2\n[limits]\nmemory_mb = -1'),
+     "limits.memory_mb: expected an integer 0.."),
+    ((PY, PY + '\nsandbox = "no"'), "bots[2].sandbox: expected true or false, got 'no'"),
+    ((PY, PY + '\nread_only = ["no/such/model.bin"]'),
+     "bots[2].read_only: 'no/such/model.bin' does not exist"),
+    ((PY, PY + '\nread_only = "proto"'), "bots[2].read_only: expected a list of paths"),
+    ((PY, PY + '\nenv = { ARENA_BOT_LISTEN = "tcp" }'),
+     "bots[2].env.ARENA_BOT_LISTEN: ARENA_ variables are the arena's own"),
+    ((PY, PY + '\nenv = { "A B" = "x" }'), "bots[2].env.A B: expected NAME"),
+    ((PY, PY + '\nlimits = { cpu_s = "lots" }'), "bots[2].limits.cpu_s: expected an integer"),
 ])
 def test_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, change: tuple[str, str],
                                                    expected: str) -> None:

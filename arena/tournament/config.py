@@ -131,7 +131,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     if isolation not in ISOLATIONS:
         raise ConfigError(f"{where}: isolation: {isolation!r}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
-    bots, skipped = _bots(where, data.get("bots"), limits, path.parent)
+    bots, skipped = _bots(where, data.get("bots"), limits)
     names = [b.name for b in bots]
     if len(bots) < seats:
         note = f" ({len(skipped)} left out: {', '.join(n for n, _ in skipped)})" if skipped else ""
@@ -179,8 +179,7 @@ def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:
                         for k, v in table.items()})
 
 
-def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
-                 folder: Path) -> Confinement:
+def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits) -> Confinement:
     sandbox = entry.get("sandbox", True)
     if not isinstance(sandbox, bool):
         raise ConfigError(f"{where}: {key}.sandbox: expected true or false, got {sandbox!r}")
@@ -207,7 +206,7 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
                        read_only=tuple(paths), env=tuple(sorted(env.items())))
 
 
-def _bots(where: str, raw: Any, limits: Limits, folder: Path,
+def _bots(where: str, raw: Any, limits: Limits,
           ) -> tuple[list[BotEntry], list[tuple[str, str]]]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
@@ -241,7 +240,7 @@ def _bots(where: str, raw: Any, limits: Limits, folder: Path,
                 raise ConfigError(f"{where}: {key}.spec: bot {name}: cannot start: "
                                   f"{program!r} not found")
         bots.append(BotEntry(name, spec, requires,
-                             _confinement(where, key, entry, limits, folder)))
+                             _confinement(where, key, entry, limits)))
     return bots, skipped
 
 

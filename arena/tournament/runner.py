@@ -114,7 +114,7 @@ async def run(config: TournamentConfig, store: Store, seed: int,
                 pools: dict[str, BotPool] = {}
                 for bot in config.bots:
                     if bot.spec.kind != "builtin":
-                        own = tuple(f for f in bot_folders_of(config, bot.name))
+                        own = bot_folders_of(config, bot.name)
                         pools[bot.name] = await stack.enter_async_context(BotPool(
                             bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                             bot.confinement, config.isolation, config.deals,
