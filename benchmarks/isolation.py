@@ -1,0 +1,486 @@
+"""What isolation and the sandbox cost: tournament games/s, and a bot's start-up time.
+
+- **Throughput**: whole tournaments, each run as ``python -m arena tournament FILE --fresh
+  --out DIR --resamples 100``, a subprocess started from the repository root with a
+  private ``TMPDIR`` (its bots' socket folders, and the sweep of stale ones, stay in it).
+  Games/s come from the arena's own ``played N games in X s`` line: bot start-ups
+  included (every process a pool starts is in that time), the leaderboard excluded.
+  Three variants of the same file:
+
+  - ``deal``: the file as it is, ``isolation = "deal"`` (the default), sandbox on;
+  - ``shared``: ``isolation = "shared"``, sandbox still on: deal / shared is the cost of
+    the process policy alone;
+  - ``old``: ``isolation = "shared"`` and ``sandbox = false`` for every ``cmd:`` bot: the
+    arena's behaviour before isolation and the sandbox.
+
+  Two fields: the demo (``tournaments/demo.toml``: Wizard, 4 seats, its 5 bots, the
+  default concurrency; :data:`DEMO_DEALS` deals; the Node.js sample left out where it
+  cannot run) and a Trumps field (:data:`TRUMPS_BOTS`: 2 Python sample ``cmd:`` bots and
+  3 built-ins, 4 seats, :data:`TRUMPS_DEALS` deals). Each round runs every variant of
+  every field once, the variants' order rotated from round to round; medians over the
+  rounds. The bar: deal / shared >= :data:`BAR` (the goal :data:`GOAL`).
+- **Start-up**: from :meth:`arena.botproc.BotProcess.spawn` to the first answered
+  ``Bid``: :meth:`arena.players.BotConnection.open` (spawn, health check, ``Hello``), then
+  :meth:`arena.players.RemotePlayer.decide` on the first view of a Wizard game, for the
+  Python sample heuristic bot and, where node and its packages are installed, the
+  Node.js sample; sandboxed (bubblewrap) and not (``Confinement(sandbox=False)``: the
+  cgroup, rlimits and idle start-up priority stay, so the difference is bubblewrap's,
+  and the environment: unsandboxed, a bot inherits the arena's, e.g. a
+  ``NODE_EXTRA_CA_CERTS`` that Node.js reads at start). The starts alternate between
+  the two, one untimed start of each first; medians.
+
+Rounds: :data:`ROUNDS` at the default ``--repeat`` (5), in proportion to it otherwise
+(each round is six whole tournaments, about two minutes on two cores); starts:
+``2 x --repeat`` of each kind. The whole takes some 4-5 minutes by default. Run alone as
+``python -m benchmarks.isolation [--repeat N] [--json FILE]``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any, TextIO
+
+import trio
+
+from arena.botproc import BotSpec
+from arena.players import BotConnection, RemotePlayer
+from arena.rules import Decision, View, new_game
+from arena.sandbox import Confinement, limit_mechanism, sandbox_works, usable_cores
+from arena.tournament.config import TournamentConfig, load_config
+from arena.tournament.schedule import tables
+from benchmarks import DEFAULT_REPEAT, Settings
+from benchmarks.grpc import ROOT
+from benchmarks.tournament import DEMO_FILE, node_ready
+
+TITLE = ("isolation and sandbox cost: tournament games/s under isolation deal vs shared "
+         "vs shared without sandbox; bot start-up to the first Bid with and without "
+         "bubblewrap")
+
+DEMO_DEALS = 2
+"""Deals of the demo runs: 5 tables x 4 rotations = 20 games a deal."""
+TRUMPS_DEALS = 2
+TRUMPS_BOTS = (
+    ("heuristic-py", "cmd:python sample_bots/python/heuristic_bot.py"),
+    ("random-py", "cmd:python sample_bots/python/random_bot.py"),
+    ("heuristic", "heuristic"),
+    ("random", "random"),
+    ("random-2", "random"),
+)
+ROUNDS = 2
+"""Tournament rounds at the default ``--repeat``; in proportion to it otherwise (at least
+1). A round of both fields takes about two minutes on two cores."""
+STARTS_PER_REPEAT = 2
+"""Timed start-ups of each kind: ``STARTS_PER_REPEAT x --repeat``."""
+BAR = 0.5
+GOAL = 0.8
+"""deal / shared games/s: at least BAR, aimed at GOAL."""
+RESAMPLES = 100
+RUN_TIMEOUT_S = 600.0
+STARTUP_S = 30.0
+"""The start-up limit of a measured bot (generous: the machine may be busy)."""
+BID_DEADLINE_MS = 30_000
+PLAYED = re.compile(r"played (\d+) games in ([0-9.]+) s \([0-9.]+ games/s\), (\d+) faults")
+
+PYTHON_BOT = "cmd:python sample_bots/python/heuristic_bot.py"
+NODE_BOT = "cmd:node sample_bots/node/bot.js"
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    key: str
+    isolation: str
+    sandbox: bool
+    label: str
+
+
+VARIANTS = (
+    Variant("deal", "deal", True, 'isolation = "deal" (the default), sandbox on'),
+    Variant("shared", "shared", True, 'isolation = "shared", sandbox on'),
+    Variant("old", "shared", False,
+            'isolation = "shared", sandbox = false for every cmd: bot (before isolation)'),
+)
+
+
+# -- tournament files ---------------------------------------------------------------------
+
+
+def variant_text(text: str, variant: Variant) -> str:
+    """A tournament file's text with the variant's ``isolation`` and, without the sandbox,
+    ``sandbox = false`` in every ``cmd:`` bot's table."""
+    text, count = re.subn(r'(?m)^isolation\s*=.*$', f'isolation = "{variant.isolation}"', text)
+    if not count:  # a top-level key: before the first table
+        text = f'isolation = "{variant.isolation}"\n' + text
+    if not variant.sandbox:
+        text = re.sub(r'(?m)^sandbox\s*=.*\n', "", text)
+        text = re.sub(r'(?m)^(spec\s*=\s*"cmd:.*)$', r"\1\nsandbox = false", text)
+    return text
+
+
+def demo_text() -> tuple[str, list[tuple[str, str]]]:
+    """The demo file with :data:`DEMO_DEALS` deals, without the Node.js bot where it
+    cannot run; and the bots left out (name, reason)."""
+    text = DEMO_FILE.read_text()
+    left_out: list[tuple[str, str]] = []
+    if not node_ready():
+        blocks = re.split(r"(?m)^(?=\[\[bots\]\])", text)
+        dropped = [b for b in blocks if 'spec = "cmd:node' in b]
+        text = "".join(b for b in blocks if b not in dropped)
+        reason = ("node is not installed" if shutil.which("node") is None
+                  else "sample_bots/node/node_modules is missing")
+        for block in dropped:
+            found = re.search(r'(?m)^name\s*=\s*"([^"]*)"', block)
+            left_out.append((found[1] if found else "?", reason))
+    text, count = re.subn(r"(?m)^deals\s*=\s*\d+", f"deals = {DEMO_DEALS}", text)
+    if count != 1:
+        raise RuntimeError(f"{DEMO_FILE}: expected one 'deals = N' line, found {count}")
+    return text, left_out
+
+
+def trumps_text() -> str:
+    lines = ['name = "bench-isolation-trumps"', 'game = "trumps"', "seats = 4", "seed = 1",
+             "", "[schedule]", 'format = "round-robin"', f"deals = {TRUMPS_DEALS}"]
+    for name, spec in TRUMPS_BOTS:
+        lines += ["", "[[bots]]", f'name = "{name}"', f'spec = "{spec}"']
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(slots=True)
+class Field:
+    """One field's three files, and what the runs gave."""
+
+    key: str
+    title: str
+    files: dict[str, Path]
+    config: TournamentConfig
+    games: int
+    left_out: list[tuple[str, str]]
+    runs: dict[str, list[ArenaRun]] = field(default_factory=dict)
+
+    def rates(self, key: str) -> list[float]:
+        return [r.games_per_s for r in self.runs[key]]
+
+    def median_rate(self, key: str) -> float:
+        return median(self.rates(key))
+
+    def ratio(self, ours: str, theirs: str) -> float:
+        base = self.median_rate(theirs)
+        return self.median_rate(ours) / base if base else 0.0
+
+    def paired(self, ours: str, theirs: str) -> list[float]:
+        return [a.games_per_s / b.games_per_s if b.games_per_s else 0.0
+                for a, b in zip(self.runs[ours], self.runs[theirs], strict=True)]
+
+
+def make_field(key: str, title: str, text: str, left_out: list[tuple[str, str]],
+               folder: Path) -> Field:
+    files: dict[str, Path] = {}
+    configs: dict[str, TournamentConfig] = {}
+    for variant in VARIANTS:
+        path = folder / f"{key}-{variant.key}.toml"
+        path.write_text(variant_text(text, variant))
+        config = configs[variant.key] = load_config(path)
+        cmd = [b for b in config.bots if b.spec.kind == "cmd"]
+        if config.isolation != variant.isolation or any(
+                b.confinement.sandbox != variant.sandbox for b in cmd):
+            raise RuntimeError(f"{path}: not the {variant.key} variant")
+        files[variant.key] = path
+    config = configs["deal"]
+    per_deal = len(tables(config.format, config.field_names, config.seats,
+                          config.candidates)) * config.seats
+    return Field(key, title, files, config, per_deal * config.deals,
+                 left_out + list(config.skipped), {v.key: [] for v in VARIANTS})
+
+
+# -- running the arena --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaRun:
+    games: int
+    seconds: float
+    """From the 'played' line: the games, bot start-ups included, not the leaderboard."""
+    faults: int
+    processes: int
+    """Bot processes started (a log file each), spares included."""
+    wall_s: float
+
+    @property
+    def games_per_s(self) -> float:
+        return self.games / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_arena(file: Path, work: Path, tag: str) -> ArenaRun:
+    """``arena tournament FILE --fresh --out DIR`` with a private TMPDIR, to its end."""
+    out = work / f"{tag}-out"
+    tmpdir = work / f"{tag}-tmp"
+    tmpdir.mkdir()
+    args = [sys.executable, "-m", "arena", "tournament", str(file), "--fresh", "--out",
+            str(out), "--resamples", str(RESAMPLES)]
+    env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONUNBUFFERED="1")
+    stdout_path, stderr_path = work / f"{tag}.stdout", work / f"{tag}.stderr"
+    start = time.perf_counter()
+    with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=so, stderr=se)
+    try:
+        try:
+            code = proc.wait(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"arena tournament {file.name} still running after "
+                               f"{RUN_TIMEOUT_S:g} s") from None
+    except BaseException:
+        proc.terminate()  # the arena stops cleanly on SIGTERM and ends its bots
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    wall = time.perf_counter() - start
+    stdout = stdout_path.read_text(errors="replace")
+    found = PLAYED.search(stdout)
+    if code != 0 or found is None:
+        stderr = stderr_path.read_text(errors="replace")
+        tail = (stderr.strip() or stdout.strip()).splitlines()[-3:]
+        raise RuntimeError(f"arena tournament {file.name} exited with {code}"
+                           f"{'' if found else ' without a played line'}: " + " | ".join(tail))
+    logs = out / "logs"
+    processes = sum(1 for p in logs.rglob("*.log")) if logs.is_dir() else 0
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    return ArenaRun(int(found[1]), float(found[2]), int(found[3]), processes, wall)
+
+
+def _throughput(rounds: int, out: TextIO, work: Path) -> dict[str, Any]:
+    demo_body, demo_left_out = demo_text()
+    fields = [
+        make_field("demo", "demo field (tournaments/demo.toml)", demo_body, demo_left_out,
+                   work),
+        make_field("trumps", "Trumps field", trumps_text(), [], work),
+    ]
+    n = 0
+    for r in range(rounds):
+        order = VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]
+        for fld in fields:
+            for variant in order:
+                n += 1
+                run = run_arena(fld.files[variant.key], work, f"run-{n}")
+                if run.games != fld.games:
+                    raise RuntimeError(f"{fld.key}/{variant.key}: {run.games} games played, "
+                                       f"{fld.games} expected")
+                fld.runs[variant.key].append(run)
+
+    print(f"tournaments: `arena tournament FILE --fresh --out DIR --resamples {RESAMPLES}` "
+          "subprocesses, each with a private TMPDIR; games/s from the arena's 'played N "
+          "games in X s' line (bot start-ups included, leaderboard excluded); "
+          f"{rounds} round(s), variants interleaved (order rotated each round); medians",
+          file=out)
+    for variant in VARIANTS:
+        print(f"  {variant.key:<7} {variant.label}", file=out)
+    figures: dict[str, Any] = {}
+    for fld in fields:
+        config = fld.config
+        bots = ", ".join(f"{b.name} ({b.spec})" for b in config.bots)
+        how = ("default: usable cores" if not config.concurrency_given else "set in the file")
+        print(f"{fld.title}: {config.game}, {config.seats} seats, {len(config.bots)} bots: "
+              f"{bots}; concurrency {config.concurrency} ({how}); {config.deals} deals -> "
+              f"{fld.games} games", file=out)
+        for name, reason in fld.left_out:
+            print(f"  left out: {name}: {reason}", file=out)
+        print(f"  {'variant':<8} {'games/s':>8}  {'[min..max]':<15} {'seconds':>7}  "
+              f"{'processes':>9}  {'wall s':>6}", file=out)
+        for variant in VARIANTS:
+            runs = fld.runs[variant.key]
+            rates = fld.rates(variant.key)
+            span = f"[{min(rates):.2f}..{max(rates):.2f}]"
+            print(f"  {variant.key:<8} {median(rates):8.2f}  {span:<15} "
+                  f"{median(r.seconds for r in runs):7.1f}  "
+                  f"{median(r.processes for r in runs):9.0f}  "
+                  f"{median(r.wall_s for r in runs):6.1f}", file=out)
+        ratio = fld.ratio("deal", "shared")
+        verdict = ("meets the goal" if ratio >= GOAL else "meets the bar, not the goal"
+                   if ratio >= BAR else "BELOW THE BAR")
+        print("  ratios of the median games/s [per round: each pair run in the same round]:",
+              file=out)
+        for ours, theirs, what in (("deal", "shared", "the process policy"),
+                                   ("deal", "old", "isolation and sandbox together"),
+                                   ("shared", "old", "the sandbox alone")):
+            pairs = fld.paired(ours, theirs)
+            line = (f"  {ours + ' / ' + theirs:<15} {fld.ratio(ours, theirs):5.2f}  "
+                    f"[{', '.join(f'{p:.2f}' for p in pairs)}]  ({what})")
+            if (ours, theirs) == ("deal", "shared"):
+                line += f"  bar >= {BAR}, goal >= {GOAL}: {verdict}"
+            print(line, file=out)
+        faults = {v.key: sum(r.faults for r in fld.runs[v.key]) for v in VARIANTS}
+        if any(faults.values()):
+            print(f"  warning: faults in the games ({faults}); timeouts on a busy machine? "
+                  "the figures are suspect", file=out)
+        figures[fld.key] = {
+            "game": config.game, "seats": config.seats, "bots": [b.name for b in config.bots],
+            "left_out": [list(x) for x in fld.left_out], "deals": config.deals,
+            "games": fld.games, "concurrency": config.concurrency,
+            "variants": {v.key: {
+                "label": v.label,
+                "games_per_s": round(fld.median_rate(v.key), 3),
+                "games_per_s_runs": [round(x, 3) for x in fld.rates(v.key)],
+                "seconds_runs": [r.seconds for r in fld.runs[v.key]],
+                "processes_runs": [r.processes for r in fld.runs[v.key]],
+                "wall_s_runs": [round(r.wall_s, 2) for r in fld.runs[v.key]],
+                "faults": faults[v.key],
+            } for v in VARIANTS},
+            "ratio_deal_to_shared": round(ratio, 3),
+            "ratio_deal_to_shared_runs": [round(p, 3) for p in fld.paired("deal", "shared")],
+            "ratio_deal_to_old": round(fld.ratio("deal", "old"), 3),
+            "ratio_shared_to_old": round(fld.ratio("shared", "old"), 3),
+            "bar": {"ratio_min": BAR, "goal": GOAL, "met": ratio >= BAR,
+                    "goal_met": ratio >= GOAL},
+        }
+    return {"rounds": rounds, "fields": figures}
+
+
+# -- start-up -----------------------------------------------------------------------------
+
+
+def first_bid_view() -> View:
+    """The first view of a Wizard game (4 players) whose first decision is a bid."""
+    for seed in range(1, 1000):
+        game = new_game("wizard", None, seed)
+        if game.decision is Decision.BID and game.to_move is not None:
+            return game.view(game.to_move)
+    raise RuntimeError("no Wizard game starting with a bid")
+
+
+@dataclass(slots=True)
+class StartSeries:
+    label: str
+    to_hello: list[float] = field(default_factory=list)
+    to_bid: list[float] = field(default_factory=list)
+
+
+async def one_start(spec: BotSpec, confinement: Confinement, view: View, logs: Path,
+                    n: int) -> tuple[float, float]:
+    """Seconds from spawn to the answered Hello, and to the answered first Bid."""
+    conn = BotConnection(f"start-{n}", spec, logs, STARTUP_S, ROOT, confinement)
+    try:
+        start = time.perf_counter()
+        await conn.open("wizard")  # spawn, health check, Hello
+        hello = time.perf_counter()
+        await RemotePlayer(conn).decide(view, f"bench-{n}", "table-1", BID_DEADLINE_MS, 0)
+        bid = time.perf_counter()
+    finally:
+        await conn.aclose()
+    return hello - start, bid - start
+
+
+async def _startups(starts: int, work: Path) -> list[tuple[str, StartSeries, StartSeries]]:
+    view = first_bid_view()
+    bots: list[tuple[str, tuple[Path, ...]]] = [(PYTHON_BOT, ())]
+    if node_ready():
+        bots.append((NODE_BOT, (ROOT / "proto",)))
+    results: list[tuple[str, StartSeries, StartSeries]] = []
+    n = 0
+    for text, read_only in bots:
+        spec = BotSpec.parse(text)
+        kinds = [(StartSeries("sandboxed"), Confinement(sandbox=True, read_only=read_only)),
+                 (StartSeries("plain"), Confinement(sandbox=False, read_only=read_only))]
+        for _, confinement in kinds:  # untimed: the files in the page cache
+            n += 1
+            await one_start(spec, confinement, view, work / "logs", n)
+        for i in range(starts):
+            for series, confinement in (kinds if i % 2 == 0 else kinds[::-1]):
+                n += 1
+                to_hello, to_bid = await one_start(spec, confinement, view, work / "logs", n)
+                series.to_hello.append(to_hello)
+                series.to_bid.append(to_bid)
+        results.append((str(spec), kinds[0][0], kinds[1][0]))
+    return results
+
+
+def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(work / "startup-tmp")  # the bots' socket folders
+    os.makedirs(tempfile.tempdir)
+    try:
+        results = trio.run(_startups, starts, work)
+    finally:
+        tempfile.tempdir = saved
+    print(f"start-up: BotProcess.spawn() to the first answered Bid (BotConnection.open: "
+          f"spawn, health, Hello; then RemotePlayer.decide on a Wizard bid); sandboxed = "
+          f"bubblewrap, plain = Confinement(sandbox=False) (cgroup and rlimits kept); "
+          f"{starts} starts of each, alternating, after one untimed each; medians in ms",
+          file=out)
+    width = max(len(label) for label, _, _ in results)
+    print(f"  {'bot':<{width}}  {'kind':<9}  {'to Hello':>8}  {'to Bid':>6}  {'[min..max]'}",
+          file=out)
+    figures: dict[str, Any] = {}
+    for label, boxed, plain in results:
+        for series in (boxed, plain):
+            span = f"[{min(series.to_bid) * 1000:.0f}..{max(series.to_bid) * 1000:.0f}]"
+            print(f"  {label:<{width}}  {series.label:<9}  "
+                  f"{median(series.to_hello) * 1000:8.0f}  "
+                  f"{median(series.to_bid) * 1000:6.0f}  {span}", file=out)
+        ratio = median(boxed.to_bid) / median(plain.to_bid)
+        extra = (median(boxed.to_bid) - median(plain.to_bid)) * 1000
+        print(f"  {label:<{width}}  ratio sandboxed / plain, to Bid: {ratio:.2f} "
+              f"({extra:+.0f} ms)", file=out)
+        figures[label] = {
+            "starts": starts,
+            **{s.label: {"to_hello_ms": round(median(s.to_hello) * 1000, 1),
+                         "to_bid_ms": round(median(s.to_bid) * 1000, 1),
+                         "to_bid_ms_runs": [round(x * 1000, 1) for x in s.to_bid]}
+               for s in (boxed, plain)},
+            "ratio_sandboxed_to_plain": round(ratio, 3),
+        }
+    if not node_ready():
+        print("  node sample left out: node or sample_bots/node/node_modules missing",
+              file=out)
+    return figures
+
+
+# -- the benchmark --------------------------------------------------------------------------
+
+
+def run(settings: Settings, out: TextIO) -> dict[str, Any]:
+    """Measure, print the tables to ``out``, return the figures."""
+    why = sandbox_works()
+    if why is not None:
+        raise RuntimeError(f"the sandbox does not work here: {why}")
+    rounds = max(1, round(settings.repeat * ROUNDS / DEFAULT_REPEAT))
+    starts = STARTS_PER_REPEAT * settings.repeat
+    load_before = os.getloadavg()
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="arena-bench-isolation-") as tmp:
+        work = Path(tmp)
+        throughput = _throughput(rounds, out, work)
+        startup = _startup_report(starts, out, work)
+    load_after = os.getloadavg()
+    took = time.perf_counter() - began
+    mechanism = limit_mechanism()
+    print(f"machine: {usable_cores()} usable cores, limits by {mechanism.kind}; load average "
+          f"(1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after; this benchmark "
+          f"took {took:.0f} s", file=out)
+    return {"throughput": throughput, "startup": startup,
+            "cores": usable_cores(), "mechanism": mechanism.kind,
+            "load_before": round(load_before[0], 2), "load_after": round(load_after[0], 2),
+            "seconds": round(took, 1)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks.isolation [--repeat N] [--json FILE]``: this benchmark alone."""
+    from benchmarks.__main__ import main as bench_main
+
+    return bench_main(["--only", "isolation", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
