@@ -32,6 +32,7 @@ from arena.sandbox import (
     Confinement,
     SandboxError,
     bwrap_args,
+    idle_start_possible,
     limit_mechanism,
     spawn_wrapper,
     sweep_stale_cgroups,
@@ -245,7 +246,10 @@ class BotProcess:
         assert self._proc is not None and self._dir is not None
         socket_path = os.path.join(self._dir, "bot.sock")
         try:
+            starting = self._cgroup if idle_start_possible(self._cgroup) else None
             while not os.path.exists(socket_path):
+                if starting is not None:
+                    starting.idle_groups()
                 if self.returncode is not None:
                     raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
                                         f"serving; see {self.log_path}")
@@ -283,6 +287,11 @@ class BotProcess:
     def thaw(self) -> None:
         if self._cgroup is not None:
             self._cgroup.thaw()
+
+    def pin(self, core: int | None) -> None:
+        """Hold the bot's processes to one core (None: release), where cgroups allow."""
+        if self._cgroup is not None:
+            self._cgroup.pin(core)
 
     def cpu_ns(self) -> int | None:
         """CPU time the bot's processes have used so far (None where not measurable)."""

@@ -111,6 +111,7 @@ class BotConnection:
         self._lock = trio.Lock()
         self._dead = ""
         self._busy = 0
+        self._core: int | None = None
 
     @property
     def log_path(self) -> Path | None:
@@ -184,6 +185,7 @@ class BotConnection:
                 self.name, self.spec.value, next_log_path(self._log_dir, self.name),
                 self._startup_s, self._cwd, self.confinement, self._hide)
             self._process.spawn()
+            self._process.pin(self._core)
             self._channel = await self._process.ready()
         else:
             channel = new_channel(self.spec.target)
@@ -277,6 +279,14 @@ class BotConnection:
 
     def cpu_ns(self) -> int | None:
         return self._process.cpu_ns() if self._process is not None else None
+
+    def pin(self, core: int | None) -> None:
+        """Hold this bot to ``core`` while it plays a game (a restart keeps it there):
+        with one game per core, a thinking bot has its core to itself, and cannot take
+        another game's core by spinning threads."""
+        self._core = core
+        if self._process is not None:
+            self._process.pin(core)
 
     # -- ending ---------------------------------------------------------------------
 

@@ -73,6 +73,12 @@ class BotPool:
         finally:  # even when the run around it is cancelled (shielded inside)
             await self.aclose()
 
+    @property
+    def shared(self) -> BotConnection | None:
+        """The one connection of ``shared`` isolation (or of a bot the arena does not
+        start), which serves every game; None under ``deal`` and ``game``."""
+        return self._shared
+
     async def open(self, game: str) -> BotInfo:
         """Start the first process and check its hand-shake; :class:`HandshakeError`."""
         conn = self._make()

@@ -158,8 +158,12 @@ def limit_mechanism() -> Mechanism:
             base = own / f"trick-arena-{os.getpid()}"
             try:
                 base.mkdir(exist_ok=True)
-                (base / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                (base / "cgroup.subtree_control").write_text("+memory +pids +cpu +cpuset")
             except OSError:
+                try:
+                    (base / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                except OSError:
+                    pass
                 try:
                     (base / "cgroup.subtree_control").write_text("+memory +pids")
                 except OSError:
@@ -179,6 +183,11 @@ def limit_mechanism() -> Mechanism:
             break
         base_v1[controller] = here
     if len(base_v1) == len(_V1_CONTROLLERS):
+        own_cpuset = _own_cgroup_path("cpuset")
+        cpuset = CGROUP_ROOT / "cpuset" / (own_cpuset or "").lstrip("/")
+        if own_cpuset is not None and (cpuset / "cpuset.cpus").exists() \
+                and _writable_dir(cpuset):
+            base_v1["cpuset"] = cpuset
         return Mechanism("cgroup1", base_v1)
     return Mechanism("rlimit", {}, "no writable cgroup hierarchy (run as root, or with a "
                                    "delegated cgroup v2)")
@@ -222,8 +231,31 @@ class Cgroup:
     def _dir(self, controller: str) -> Path:
         return self.dirs["" if self.v2 else controller]
 
+    @property
+    def can_pin(self) -> bool:
+        """Whether the bot can be held to one core (a cpuset controller is here)."""
+        if self.v2:
+            return (self.dirs[""] / "cpuset.cpus").exists()
+        return "cpuset" in self.dirs
+
+    def pin(self, core: int | None) -> None:
+        """Hold every process of the bot to ``core`` (None: every core the arena may
+        use). The bot cannot undo it: its cgroup is out of its sight."""
+        if not self.can_pin:
+            return
+        folder = self._dir("cpuset")
+        cpus = str(core) if core is not None else _cpu_list(sorted(os.sched_getaffinity(0)))
+        try:
+            (folder / "cpuset.cpus").write_text(cpus)
+        except OSError:
+            pass
+
     def _apply_limits(self) -> None:
         limits = self.limits
+        if "cpuset" in self.dirs:  # a v1 cpuset accepts no task before it has cpus and mems
+            parent = self.dirs["cpuset"].parent
+            for name in ("cpuset.mems", "cpuset.cpus"):
+                (self.dirs["cpuset"] / name).write_text((parent / name).read_text().strip())
         if self.v2:
             folder = self.dirs[""]
             if limits.memory_mb:
@@ -318,9 +350,17 @@ class Cgroup:
         except (OSError, ValueError):
             return 0
 
+    def idle_groups(self) -> None:
+        """Give the bot's scheduling autogroups (a new session makes one) the lowest
+        weight while it starts: SCHED_IDLE alone does not hold back a task whose
+        autogroup competes with the thinking bot's as an equal."""
+        for pid in self.pids():
+            _set_autogroup(pid, 19)
+
     def normal_priority(self) -> None:
         """Raise every thread of the bot from the idle start-up priority to normal."""
         for pid in self.pids():
+            _set_autogroup(pid, 0)
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
@@ -353,6 +393,18 @@ class Cgroup:
                     break
                 except OSError:  # the last tasks are still being reaped
                     time.sleep(0.002)
+
+
+def _set_autogroup(pid: int, nice: int) -> None:
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:  # no autogroups here, or the process is gone
+        pass
+
+
+def _cpu_list(cores: list[int]) -> str:
+    return ",".join(str(c) for c in cores)
 
 
 def _signal(pid: int, signo: int) -> None:

@@ -31,7 +31,7 @@
 
 Rounds: :data:`ROUNDS` at the default ``--repeat`` (5), in proportion to it otherwise
 (each round is six whole tournaments, about two minutes on two cores); starts:
-``2 x --repeat`` of each kind. The whole takes some 4-5 minutes by default. Run alone as
+``2 x --repeat`` of each kind. The whole takes some 6-8 minutes by default. Run alone as
 ``python -m benchmarks.isolation [--repeat N] [--json FILE]``.
 """
 
@@ -66,9 +66,11 @@ TITLE = ("isolation and sandbox cost: tournament games/s under isolation deal vs
          "vs shared without sandbox; bot start-up to the first Bid with and without "
          "bubblewrap")
 
-DEMO_DEALS = 2
-"""Deals of the demo runs: 5 tables x 4 rotations = 20 games a deal."""
-TRUMPS_DEALS = 2
+DEMO_DEALS = 8
+"""Deals of the demo runs (the demo's own): 5 tables x 4 rotations = 20 games a deal.
+Under ``deal`` isolation a bot needs a process per lane (table and rotation), each
+playing up to ``deals`` games: the start-up cost per game falls as 1 / deals."""
+TRUMPS_DEALS = 16
 TRUMPS_BOTS = (
     ("heuristic-py", "cmd:python sample_bots/python/heuristic_bot.py"),
     ("random-py", "cmd:python sample_bots/python/random_bot.py"),
@@ -78,7 +80,7 @@ TRUMPS_BOTS = (
 )
 ROUNDS = 2
 """Tournament rounds at the default ``--repeat``; in proportion to it otherwise (at least
-1). A round of both fields takes about two minutes on two cores."""
+1). A round of both fields takes about three minutes on two cores."""
 STARTS_PER_REPEAT = 2
 """Timed start-ups of each kind: ``STARTS_PER_REPEAT x --repeat``."""
 BAR = 0.5

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import signal
 import time
@@ -14,15 +15,20 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from arena import __version__
-from arena.botproc import command_args
+from arena.botproc import BotSpec, command_args
 from arena.bots import make_bot
 from arena.files import atomic_writer
-from arena.players import HandshakeError, LocalPlayer, RemotePlayer, UnreachablePlayer
+from arena.players import (
+    BotConnection,
+    HandshakeError,
+    LocalPlayer,
+    RemotePlayer,
+    UnreachablePlayer,
+)
 from arena.pool import BotPool
 from arena.referee import Player, TimeControl, play_game
 from arena.rules import new_game
@@ -119,7 +125,7 @@ async def run(config: TournamentConfig, store: Store, seed: int,
                             bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                             bot.confinement, config.isolation, config.deals,
                             hide=tuple(h for h in hide if h not in own),
-                            spares=1, max_idle=2 * config.concurrency + 2))
+                            spares=config.concurrency, max_idle=2 * config.concurrency + 2))
                 try:
                     await _open_all(config, pools, store)
                 except TournamentError as e:
@@ -200,12 +206,34 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
     return False
 
 
-async def _seat(pool: BotPool, scheduled: ScheduledGame, name: str) -> tuple[Player, Any]:
-    try:
-        conn = await pool.lease(scheduled.deal_seed)
-    except HandshakeError as e:
-        return UnreachablePlayer(name, f"cannot start a process for this game: {e}"), None
-    return RemotePlayer(conn, name), conn
+async def _seat_all(pools: dict[str, BotPool], specs: dict[str, BotSpec],
+                    scheduled: ScheduledGame, core: int | None,
+                    leased: list[tuple[BotPool, BotConnection]]) -> list[Player]:
+    """The players of a game by seat; the connections leased are added to ``leased`` (to
+    be released whatever happens). The processes start side by side."""
+    seated: list[Player | None] = [None] * len(scheduled.bots)
+
+    async def seat_one(seat: int, name: str) -> None:
+        pool = pools[name]
+        try:
+            conn = await pool.lease(scheduled.deal_seed)
+        except HandshakeError as e:
+            seated[seat] = UnreachablePlayer(name, f"cannot start a process for this "
+                                                   f"game: {e}")
+            return
+        leased.append((pool, conn))
+        if conn is not pool.shared:
+            conn.pin(core)
+        seated[seat] = RemotePlayer(conn, name)
+
+    async with trio.open_nursery() as nursery:
+        for seat, name in enumerate(scheduled.bots):
+            if name in pools:
+                nursery.start_soon(seat_one, seat, name)
+            else:
+                bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/{scheduled.id}/{seat}")
+                seated[seat] = LocalPlayer(bot, name)
+    return [player for player in seated if player is not None]
 
 
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
@@ -218,21 +246,16 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         send.send_nowait(game)
     send.close()
 
-    async def worker() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+
+    async def worker(slot: int) -> None:
+        # each worker plays its games on a core of its own (where cgroups allow): the
+        # bots of its game are held to it, so no bot can slow another game's thinking
+        core = cores[slot % len(cores)] if config.isolation != "shared" else None
         async for scheduled in receive:
-            players: list[Player] = []
-            leased: list[tuple[BotPool, Any]] = []
+            leased: list[tuple[BotPool, BotConnection]] = []
             try:
-                for seat, name in enumerate(scheduled.bots):
-                    if name in pools:
-                        player, conn = await _seat(pools[name], scheduled, name)
-                        players.append(player)
-                        if conn is not None:
-                            leased.append((pools[name], conn))
-                    else:
-                        bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/"
-                                                          f"{scheduled.id}/{seat}")
-                        players.append(LocalPlayer(bot, name))
+                players = await _seat_all(pools, specs, scheduled, core, leased)
                 game = new_game(config.game, config.options, scheduled.deal_seed)
                 store.game_started(scheduled)
                 report = await play_game(game, players, clock, game_id=scheduled.id,
@@ -250,8 +273,8 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
                 on_game(scheduled, len(report.faults))
 
     async with trio.open_nursery() as nursery:
-        for _ in range(min(config.concurrency, max(1, len(pending)))):
-            nursery.start_soon(worker)
+        for slot in range(min(config.concurrency, max(1, len(pending)))):
+            nursery.start_soon(worker, slot)
 
 
 def export_records(store: Store, path: Path) -> int:

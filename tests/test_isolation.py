@@ -1,0 +1,503 @@
+"""Hostile bots against the sandbox: real tournaments through the CLI, one attack each.
+
+Each bot of ``tests/bots/hostile/`` plays legally while it tries one attack, and reports
+what it achieved as ``HOSTILE {json}`` lines on its stderr, which the arena keeps in the
+bot's log files (``logs/*.log`` in the output folder). With the defaults (every ``cmd:``
+bot under bubblewrap with cgroup limits, isolation ``deal``) each attack must achieve
+nothing and hurt no other bot. Where it is cheap, a control runs the same attack on a
+trusted bot (``sandbox = false``) with ``isolation = "shared"`` and shows that it works
+there: the test can fail.
+
+The tests that rely on the sandbox are skipped where bubblewrap is not installed, except
+in CI (``CI`` set), where it must be. Every test has its own ``TMPDIR`` and a tag in its
+hostile bots' command lines; no process with the tag or with a socket in that TMPDIR,
+and no socket folder, may be left afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+HOSTILE = "tests/bots/hostile"
+PY_HEURISTIC = "cmd:python sample_bots/python/heuristic_bot.py"
+PY_RANDOM = "cmd:python sample_bots/python/random_bot.py"
+RUN_TIMEOUT_S = 150
+
+needs_sandbox = pytest.mark.skipif(
+    shutil.which("bwrap") is None and not os.environ.get("CI"),
+    reason="bubblewrap (bwrap) is not installed (in CI it must be)")
+
+
+# -- the test's world: TMPDIR, a tag, and nothing left behind -------------------------
+
+
+@dataclass(frozen=True)
+class World:
+    tag: str
+    """In every hostile bot's command line (``--tag``) and its daemon's marker."""
+    tmp: Path
+    """The arena's TMPDIR (short: a unix socket's path must stay under 108 bytes)."""
+    folder: Path
+    """Tournament files and output folders."""
+    env: dict[str, str]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def live_pids(pick: Callable[[int], bool]) -> list[int]:
+    """Live processes (zombies aside) but this one that ``pick`` picks."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        state = _read(f"/proc/{entry}/stat").rpartition(b")")[2].split()[:1]
+        if state not in ([], [b"Z"]) and pick(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def with_marker(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker``."""
+    return live_pids(lambda pid: marker.encode() in _read(f"/proc/{pid}/cmdline"))
+
+
+def leftovers(world: World) -> list[int]:
+    """Live processes of this test: a hostile bot or its daemon (the tag in the command
+    line), or any bot of its arenas (a socket in the test's TMPDIR)."""
+    socket = f"ARENA_BOT_LISTEN=unix:{world.tmp}/".encode()
+    return live_pids(lambda pid: world.tag.encode() in _read(f"/proc/{pid}/cmdline")
+                     or socket in _read(f"/proc/{pid}/environ"))
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def wait_until_gone(find: Callable[[], list[int]], timeout_s: float = 5.0) -> list[int]:
+    """What ``find`` still finds after up to ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while (left := find()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    tmp = Path(tempfile.mkdtemp(prefix="hi-", dir="/tmp"))
+    tag = f"hostile-{secrets.token_hex(5)}"
+    here = World(tag, tmp, tmp_path, dict(os.environ, TMPDIR=str(tmp)))
+    try:
+        yield here
+        left = wait_until_gone(lambda: leftovers(here), 3.0)
+        kill_all(left)
+        assert not left, f"processes of this test left running: {left}"
+        folders = sorted(p.name for p in tmp.glob("arena-bot-*"))
+        assert not folders, f"bot socket folders left: {folders}"
+    finally:
+        kill_all(leftovers(here))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- tournament files -----------------------------------------------------------------
+
+
+def toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def tournament_text(name: str, bots: list[dict[str, Any]], *, seed: int, seats: int = 3,
+                    deals: int = 1, move_ms: int = 1000, game: str = "trumps",
+                    options: dict[str, Any] | None = None, **top: Any) -> str:
+    """A tournament file; ``top`` adds top-level keys (``isolation``, ``concurrency``,
+    ``limits`` as an inline table). Trumps without drawing by default: 7 tricks."""
+    if options is None:
+        options = {"draw": False} if game == "trumps" else {}
+    lines = [f"name = {toml(name)}", f"game = {toml(game)}", f"seats = {seats}",
+             f"seed = {seed}"]
+    lines += [f"{key} = {toml(value)}" for key, value in top.items()]
+    lines += ["", "[options]"] + [f"{k} = {toml(v)}" for k, v in options.items()]
+    lines += ["", "[time]", f"move_ms = {move_ms}", "", "[schedule]", f"deals = {deals}"]
+    for bot in bots:
+        lines += ["", "[[bots]]"] + [f"{k} = {toml(v)}" for k, v in bot.items()]
+    return "\n".join(lines) + "\n"
+
+
+def hostile(world: World, script: str, *args: object) -> str:
+    """The spec of a hostile bot, tagged with the test's tag."""
+    words = ["python", f"{HOSTILE}/{script}", "--tag", world.tag, *map(str, args)]
+    return "cmd:" + " ".join(words)
+
+
+def trusted(bots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The control's field: every ``cmd:`` bot out of the sandbox."""
+    return [{**b, "sandbox": False} if b["spec"].startswith("cmd:") else b for b in bots]
+
+
+CONTROL = {"isolation": "shared"}
+"""The control's top-level keys: one process per bot for every game (the old way)."""
+
+
+# -- running one and reading what happened --------------------------------------------
+
+
+@dataclass
+class Run:
+    out: Path
+    done: subprocess.CompletedProcess[str]
+    seed: int
+
+    def check(self) -> Run:
+        assert self.done.returncode == 0, self.done.stdout + self.done.stderr
+        return self
+
+    def reports(self, attack: str) -> list[dict[str, Any]]:
+        """Every HOSTILE report of ``attack`` in the tournament's logs, in order per file."""
+        found = []
+        for log in sorted(self.out.rglob("*.log")):
+            for line in log.read_text(errors="replace").splitlines():
+                if not line.startswith("HOSTILE "):
+                    continue
+                try:
+                    entry = json.loads(line[len("HOSTILE "):])
+                except ValueError:
+                    continue
+                if entry.get("attack") == attack:
+                    found.append({**entry, "log": log.name})
+        return found
+
+    def last_reports(self, attack: str) -> list[dict[str, Any]]:
+        """The last report of each process (reports are cumulative)."""
+        last: dict[str, dict[str, Any]] = {}
+        for entry in self.reports(attack):
+            last[entry["proc"]] = entry
+        return list(last.values())
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(self.out / "tournament.sqlite")) as db:
+            return db.execute(sql).fetchall()
+
+    def faults(self) -> list[tuple[str, str, str]]:
+        """(bot, kind, detail) of every fault of the tournament."""
+        return [tuple(row) for row in self.query("SELECT bot, kind, detail FROM faults")]
+
+    def faults_of_others(self, hostile_bot: str) -> list[tuple[str, str, str]]:
+        return [f for f in self.faults() if f[0] != hostile_bot]
+
+    def games_done(self) -> int:
+        return int(self.query("SELECT COUNT(*) FROM games WHERE status = 'done'")[0][0])
+
+
+def run_tournament(world: World, name: str, bots: list[dict[str, Any]],
+                   env: dict[str, str] | None = None, **kw: Any) -> Run:
+    seed = secrets.randbits(62)
+    path = world.folder / f"{name}.toml"
+    path.write_text(tournament_text(name, bots, seed=seed, **kw))
+    out = world.folder / f"out-{name}"
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "tournament", str(path), "--out", str(out),
+         "--resamples", "20"],
+        cwd=REPO, env={**world.env, **(env or {})}, text=True, capture_output=True,
+        timeout=RUN_TIMEOUT_S, check=False)
+    return Run(out, done, seed)
+
+
+def games(seats: int, deals: int) -> int:
+    """Games of a round robin of exactly ``seats`` bots."""
+    return seats * deals
+
+
+# -- reading secrets ------------------------------------------------------------------
+
+
+def reader_field(world: World) -> list[dict[str, Any]]:
+    return [{"name": "reader", "spec": hostile(world, "reader.py")},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+def test_a_sandboxed_bot_reads_no_secret(world: World) -> None:
+    run = run_tournament(world, "reader", reader_field(world), move_ms=5000).check()
+    reports = run.last_reports("read")
+    assert reports, "the reader reported nothing"
+    for r in reports:
+        assert r["store_found"] == [], r
+        assert not r["seed_found"], r
+        assert str(run.seed) not in r["seeds"] + r["toml_seeds"], r
+        assert not r["arena_seen"], r
+        assert r["other_logs"] == [], r
+        assert r["other_bot_sources"] == [], r
+        # its own PID namespace: the sandbox's init and itself
+        assert r["n_visible"] <= 3, r["visible_pids"]
+    assert run.faults_of_others("reader") == []
+
+
+@pytest.mark.timeout(180)
+def test_control_an_unsandboxed_shared_bot_finds_the_seed(world: World) -> None:
+    run = run_tournament(world, "reader-control", trusted(reader_field(world)),
+                         move_ms=5000, **CONTROL).check()
+    reports = run.last_reports("read")
+    assert reports
+    assert any(str(run.seed) in r["seeds"] for r in reports), reports
+    assert any(str(run.out) in p for r in reports for p in r["store_found"])
+    assert any("py-heuristic" in Path(p).name for r in reports for p in r["other_logs"])
+    assert any(r["arena_seen"] for r in reports)
+
+
+# -- remembering deals ----------------------------------------------------------------
+
+
+MEMORY_DEALS = 2
+
+
+def memory_field(world: World) -> list[dict[str, Any]]:
+    return [{"name": "memory", "spec": hostile(world, "memory.py")},
+            {"name": "heuristic", "spec": "heuristic"},
+            {"name": "random", "spec": "random"}]
+
+
+def memory_totals(run: Run) -> dict[str, int]:
+    last = run.last_reports("memory")
+    return {key: sum(r[key] for r in last)
+            for key in ("games_seen", "deal_recognised", "from_disk")}
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_sandboxed_bot_never_meets_a_deal_twice(world: World) -> None:
+    run = run_tournament(world, "memory", memory_field(world), deals=MEMORY_DEALS).check()
+    totals = memory_totals(run)
+    assert totals["games_seen"] == games(3, MEMORY_DEALS), totals
+    assert totals["deal_recognised"] == 0, run.reports("memory")
+    assert totals["from_disk"] == 0, run.reports("memory")
+
+
+@pytest.mark.timeout(120)
+def test_control_a_shared_process_recognises_the_deals(world: World) -> None:
+    # one game at a time: each deal's first rotation ends before the next one starts
+    run = run_tournament(world, "memory-control", trusted(memory_field(world)),
+                         deals=MEMORY_DEALS, concurrency=1, **CONTROL).check()
+    totals = memory_totals(run)
+    assert totals["games_seen"] == games(3, MEMORY_DEALS)
+    # every rotation after a deal's first
+    assert totals["deal_recognised"] == MEMORY_DEALS * 2, run.reports("memory")
+
+
+@pytest.mark.timeout(120)
+def test_control_a_fresh_process_per_game_remembers_through_tmp(world: World) -> None:
+    # isolation "game" without the sandbox: a shared /tmp carries the memory over
+    run = run_tournament(world, "memory-disk", trusted(memory_field(world)),
+                         deals=MEMORY_DEALS, concurrency=1, isolation="game").check()
+    totals = memory_totals(run)
+    assert totals["games_seen"] == games(3, MEMORY_DEALS)
+    assert totals["from_disk"] == MEMORY_DEALS * 2, run.reports("memory")
+
+
+# -- signalling the other bots --------------------------------------------------------
+
+
+def victims_field(world: World, script: str, *args: object) -> list[dict[str, Any]]:
+    return [{"name": "hostile", "spec": hostile(world, script, *args)},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "py-random", "spec": PY_RANDOM}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_sandboxed_bot_cannot_signal_the_others(world: World) -> None:
+    run = run_tournament(world, "signal", victims_field(world, "signaller.py")).check()
+    assert run.reports("signal"), "the signaller reported nothing"
+    assert run.games_done() == games(3, 1)
+    assert run.faults_of_others("hostile") == []
+
+
+@pytest.mark.timeout(120)
+def test_control_an_unsandboxed_shared_bot_stops_and_kills_the_others(world: World) -> None:
+    run = run_tournament(world, "signal-control", trusted(victims_field(world, "signaller.py")),
+                         move_ms=500, **CONTROL).check()
+    assert any(r["signalled"] for r in run.reports("signal"))
+    assert {bot for bot, _, _ in run.faults_of_others("hostile")} == {"py-heuristic",
+                                                                      "py-random"}
+
+
+# -- taking over the other bots' sockets ----------------------------------------------
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_sandboxed_bot_reaches_no_other_socket(world: World) -> None:
+    run = run_tournament(world, "takeover", victims_field(world, "takeover.py")).check()
+    reports = run.last_reports("takeover")
+    assert reports, "the takeover bot reported nothing"
+    for r in reports:
+        assert r["connected"] == [] and r["spoke"] == [] and r["bound"] == [], r
+        assert not [p for p in r["sockets_seen"] if "arena-bot-" in p], r
+    assert run.faults_of_others("hostile") == []
+
+
+@pytest.mark.timeout(120)
+def test_control_an_unsandboxed_shared_bot_takes_over_the_others(world: World) -> None:
+    run = run_tournament(world, "takeover-control",
+                         trusted(victims_field(world, "takeover.py")), **CONTROL).check()
+    reports = run.last_reports("takeover")
+    assert any(r["connected"] for r in reports), reports
+    assert any(r["bound"] for r in reports), reports
+
+
+# -- leaving a daemon behind ----------------------------------------------------------
+
+
+def daemon_field(world: World) -> list[dict[str, Any]]:
+    return [{"name": "daemon", "spec": hostile(world, "daemon.py")},
+            {"name": "heuristic", "spec": "heuristic"},
+            {"name": "random", "spec": "random"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_sandboxed_bot_leaves_no_daemon(world: World) -> None:
+    run = run_tournament(world, "daemon", daemon_field(world)).check()
+    reports = run.reports("daemon")
+    assert reports, "the daemon bot reported nothing"
+    assert {r["marker"] for r in reports} == {f"hostile-daemon-{world.tag}"}
+    marker = f"hostile-daemon-{world.tag}"
+    assert wait_until_gone(lambda: with_marker(marker)) == []
+
+
+@pytest.mark.timeout(120)
+def test_control_an_unsandboxed_bot_leaves_a_daemon(world: World) -> None:
+    # without the sandbox, only a cgroup still ends every process of a bot: none here
+    run = run_tournament(world, "daemon-control", trusted(daemon_field(world)),
+                         env={"ARENA_NO_CGROUPS": "1"}, **CONTROL).check()
+    assert any(r["daemon_pid"] for r in run.reports("daemon"))
+    time.sleep(0.5)
+    alive = with_marker(f"hostile-daemon-{world.tag}")
+    kill_all(alive)
+    assert alive, "the daemon should outlive an unsandboxed tournament"
+
+
+# -- memory and processes -------------------------------------------------------------
+
+
+def hog_field(world: World, *args: object, **entry: Any) -> list[dict[str, Any]]:
+    return [{"name": "hog", "spec": hostile(world, "hog.py", *args), **entry},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_memory_hog_gets_a_resource_fault_and_the_tournament_finishes(
+        world: World) -> None:
+    run = run_tournament(world, "hog", hog_field(world, limits={"memory_mb": 256}),
+                         move_ms=2000).check()
+    assert run.games_done() == games(3, 1)
+    resource = [f for f in run.faults() if f[1] == "resource"]
+    assert resource, run.faults()
+    assert {bot for bot, _, _ in resource} == {"hog"}
+    assert any("memory" in detail for _, _, detail in resource), resource
+    assert run.faults_of_others("hog") == []
+    grabbed = [r["allocated_mb"] for r in run.reports("hog")]
+    assert grabbed and max(grabbed) < 256 + 64, grabbed
+
+
+@pytest.mark.timeout(120)
+def test_control_an_unsandboxed_hog_gets_its_memory(world: World) -> None:
+    run = run_tournament(world, "hog-control", trusted(hog_field(world, "--max-mb", 512)),
+                         move_ms=3000, **CONTROL).check()
+    assert any(r["done"] and r["allocated_mb"] == 512 for r in run.reports("hog"))
+    assert [f for f in run.faults() if f[1] == "resource"] == []
+
+
+FORKS = 300
+"""More than the default process limit (128 processes and threads)."""
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_fork_bomb_is_bounded_and_the_tournament_finishes(world: World) -> None:
+    run = run_tournament(world, "forks", hog_field(world, "--fork-bomb", "--max-forks", FORKS),
+                         move_ms=3000).check()
+    assert run.games_done() == games(3, 1)
+    final = [r for r in run.reports("forkbomb") if r["done"]]
+    assert final, run.reports("forkbomb")
+    assert all(r["forks"] < 128 for r in final), final
+    assert run.faults_of_others("hog") == []
+
+
+@pytest.mark.timeout(120)
+def test_control_an_unsandboxed_fork_bomb_forks(world: World) -> None:
+    field = hog_field(world, "--fork-bomb", "--max-forks", FORKS, limits={"processes": 0})
+    run = run_tournament(world, "forks-control", trusted(field), move_ms=3000,
+                         **CONTROL).check()
+    assert any(r["done"] and r["forks"] == FORKS for r in run.reports("forkbomb"))
+
+
+# -- CPU ------------------------------------------------------------------------------
+
+
+THINK = ("--cpu-ms", 600, "--per-game", 2)
+"""600 ms of CPU on each of the first 2 decisions of a game, against move_ms 1000."""
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_four_thinkers_at_the_default_concurrency_never_time_out(world: World) -> None:
+    # 4 games (one deal, 4 rotations) of 4 thinkers; the default concurrency is the usable
+    # cores, so each thinking bot has a core: about 4 x 4 x 2 x 0.6 s / cores of CPU
+    bots = [{"name": f"thinker{i}", "spec": hostile(world, "thinker.py", *THINK)}
+            for i in range(4)]
+    run = run_tournament(world, "thinkers", bots, seats=4, move_ms=1000).check()
+    assert run.games_done() == games(4, 1)
+    assert [f for f in run.faults() if f[1] == "timeout"] == [], run.reports("think")
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(120)
+def test_a_spinner_does_not_slow_the_thinker_in_its_game(world: World) -> None:
+    bots = [{"name": "spinner", "spec": hostile(world, "spinner.py")},
+            {"name": "thinker", "spec": hostile(world, "thinker.py", *THINK)},
+            {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "spinner", bots, move_ms=1000, concurrency=1).check()
+    assert run.games_done() == games(3, 1)
+    assert run.reports("spin"), "the spinner reported nothing"
+    assert [f for f in run.faults() if f[0] == "thinker"] == [], run.reports("think")
