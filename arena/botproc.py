@@ -163,9 +163,12 @@ class BotProcess:
 
     def __init__(self, name: str, command: str, log_path: Path, startup_s: float = 10.0,
                  cwd: Path | None = None, confinement: Confinement | None = None,
-                 hide: tuple[Path, ...] = ()) -> None:
+                 hide: tuple[Path, ...] = (), idle: bool = True) -> None:
         self.name = name
         self.command = command
+        self.idle = idle
+        """Start at idle CPU priority (a spare, started ahead); False for a start a game
+        waits for (it is held to that game's core instead)."""
         self.log_path = log_path
         self.startup_s = startup_s
         self.cwd = cwd
@@ -227,7 +230,7 @@ class BotProcess:
         except SandboxError as e:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self.idle) + args
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._proc = subprocess.Popen(
@@ -246,7 +249,8 @@ class BotProcess:
         assert self._proc is not None and self._dir is not None
         socket_path = os.path.join(self._dir, "bot.sock")
         try:
-            starting = self._cgroup if idle_start_possible(self._cgroup) else None
+            starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
+                        else None)
             while not os.path.exists(socket_path):
                 if starting is not None:
                     starting.idle_groups()
@@ -264,8 +268,8 @@ class BotProcess:
             except BaseException:
                 channel.close()
                 raise
-            if self._cgroup is not None:
-                self._cgroup.normal_priority()  # it started at idle priority
+            if starting is not None:
+                starting.normal_priority()  # it started at idle priority
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.aclose()
@@ -293,9 +297,16 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.pin(core)
 
-    def cpu_ns(self) -> int | None:
-        """CPU time the bot's processes have used so far (None where not measurable)."""
-        return self._cgroup.cpu_ns() if self._cgroup is not None else None
+    def cpu_ns(self, stopped_ok: bool = False) -> int | None:
+        """CPU time the bot's processes have used so far (None where not measurable).
+        With ``stopped_ok``, the figure noted when it was last stopped, if it still is
+        (it cannot have changed: one file read less per decision)."""
+        cgroup = self._cgroup
+        if cgroup is None:
+            return None
+        if stopped_ok and cgroup.stopped and cgroup.cpu_at_rest is not None:
+            return cgroup.cpu_at_rest
+        return cgroup.cpu_ns()
 
     def limit_detail(self) -> str | None:
         """The limit an ended process ran into, as a fault detail ("memory limit 1024 MiB

@@ -85,7 +85,8 @@ class BotConnection:
 
     def __init__(self, name: str, spec: BotSpec, log_dir: Path, startup_s: float = 10.0,
                  cwd: Path | None = None, confinement: Confinement | None = None,
-                 hide: tuple[Path, ...] = (), expect: BotInfo | None = None) -> None:
+                 hide: tuple[Path, ...] = (), expect: BotInfo | None = None,
+                 idle: bool = False) -> None:
         if spec.kind == "builtin":
             raise ValueError("a built-in bot needs no connection")
         self.name = name
@@ -103,6 +104,7 @@ class BotConnection:
         self._log_dir = log_dir
         self.confinement = confinement or Confinement()
         self._hide = hide
+        self._idle = idle
         self._process: BotProcess | None = None
         self._channel: grpc.Channel | None = None
         self._retired: list[grpc.Channel] = []
@@ -183,7 +185,8 @@ class BotConnection:
         if self.spec.kind == "cmd":
             self._process = BotProcess(
                 self.name, self.spec.value, next_log_path(self._log_dir, self.name),
-                self._startup_s, self._cwd, self.confinement, self._hide)
+                self._startup_s, self._cwd, self.confinement, self._hide,
+                idle=self._idle and self._process is None)  # a restart is awaited
             self._process.spawn()
             self._process.pin(self._core)
             self._channel = await self._process.ready()
@@ -277,8 +280,8 @@ class BotConnection:
         if self._process is not None and self._process.alive():
             self._process.freeze()
 
-    def cpu_ns(self) -> int | None:
-        return self._process.cpu_ns() if self._process is not None else None
+    def cpu_ns(self, stopped_ok: bool = False) -> int | None:
+        return self._process.cpu_ns(stopped_ok) if self._process is not None else None
 
     def pin(self, core: int | None) -> None:
         """Hold this bot to ``core`` while it plays a game (a restart keeps it there):
@@ -385,7 +388,7 @@ class RemotePlayer:
         decision = view.decision
         method = (stub.Play if decision is Decision.PLAY else
                   stub.Bid if decision is Decision.BID else stub.ChooseTrump)
-        before = conn.cpu_ns()
+        before = conn.cpu_ns(stopped_ok=True)
         conn.wake()
         try:
             response = await unary_call(method, request, timeout=deadline_ms / 1000)
@@ -400,7 +403,7 @@ class RemotePlayer:
                               f"{rpc_details(e)}".rstrip(": ")) from None
         finally:
             conn.rest()
-            after = conn.cpu_ns() if process is conn.process else None
+            after = conn.cpu_ns(stopped_ok=True) if process is conn.process else None
             if before is not None and after is not None:
                 self.last_cpu_ms = (after - before) / 1e6
         try:

@@ -47,8 +47,9 @@ class BotPool:
         self.info: BotInfo | None = None
         self.started = 0
         """Processes started, the first included."""
-        self._make: Callable[[], BotConnection] = lambda: BotConnection(
-            name, spec, log_dir, startup_s, cwd, confinement, hide, self.info)
+        self._make: Callable[[bool], BotConnection] = lambda idle: BotConnection(
+            name, spec, log_dir, startup_s, cwd, confinement, hide, self.info, idle)
+        self._game = ""
         self._max_idle = max_idle
         self._spares_wanted = spares if spec.kind == "cmd" and isolation != "shared" else 0
         self._idle: list[BotConnection] = []
@@ -57,7 +58,6 @@ class BotPool:
         self._shared: BotConnection | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
-        self._changed = trio.Event()
 
     async def __aenter__(self) -> BotPool:
         self._nursery_manager = trio.open_nursery()
@@ -81,7 +81,7 @@ class BotPool:
 
     async def open(self, game: str) -> BotInfo:
         """Start the first process and check its hand-shake; :class:`HandshakeError`."""
-        conn = self._make()
+        conn = self._make(False)
         self.started += 1
         self.info = await conn.open(game)
         self._game = game
@@ -92,8 +92,10 @@ class BotPool:
             self._top_up()
         return self.info
 
-    async def lease(self, deal: int) -> BotConnection:
-        """A connection for a game of ``deal``, used by nothing else until released.
+    async def lease(self, deal: int, core: int | None = None) -> BotConnection:
+        """A connection for a game of ``deal``, used by nothing else until released. A
+        process started for it starts at normal priority, held to the game's ``core``
+        (nobody else's), since the game waits for it.
 
         Raises :class:`HandshakeError` when a new process cannot be started.
         """
@@ -104,7 +106,7 @@ class BotPool:
                 self._idle.remove(conn)
                 break
         else:
-            conn = await self._fresh()
+            conn = await self._fresh(core)
         conn.deals.add(deal)
         conn.games += 1
         return conn
@@ -125,17 +127,16 @@ class BotPool:
                 await worst.aclose()
         self._top_up()
 
-    async def _fresh(self) -> BotConnection:
-        while True:
-            if self._spares:
-                return self._spares.pop(0)
-            if not self._starting:
-                conn = self._make()
-                self.started += 1
-                await conn.open(self._game)
-                self._top_up()
-                return conn
-            await self._changed.wait()
+    async def _fresh(self, core: int | None) -> BotConnection:
+        if self._spares:
+            return self._spares.pop(0)
+        # no spare ready: start one now rather than wait for a spare at idle priority
+        conn = self._make(False)
+        conn.pin(core)
+        self.started += 1
+        await conn.open(self._game)
+        self._top_up()
+        return conn
 
     def _top_up(self) -> None:
         """Start spare processes in the background, so a game rarely waits for one."""
@@ -146,7 +147,7 @@ class BotPool:
             self._nursery.start_soon(self._start_spare)
 
     async def _start_spare(self) -> None:
-        conn = self._make()
+        conn = self._make(True)
         self.started += 1
         try:
             await conn.open(self._game)
@@ -157,9 +158,6 @@ class BotPool:
             raise
         finally:
             self._starting -= 1
-            # wake every lease waiting for a spare; later waiters wait on a new event
-            self._changed.set()
-            self._changed = trio.Event()
         if self._closed:
             await conn.aclose()
         else:

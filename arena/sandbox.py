@@ -213,6 +213,12 @@ class Cgroup:
         name = f"arena-{os.getpid()}-{label}-{secrets.token_hex(4)}"
         self.dirs: dict[str, Path] = {c: base / name for c, base in mechanism.base.items()}
         self._frozen = False
+        self._stopped: list[int] = []
+        self.cpu_at_rest: int | None = None
+        """The CPU time at the last stop: where the next call's CPU time starts."""
+        self._procs = str(self._dir("pids") / "cgroup.procs")
+        self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
+                          else self.dirs["cpuacct"] / "cpuacct.usage")
         made: list[Path] = []
         try:
             for folder in self.dirs.values():
@@ -282,34 +288,39 @@ class Cgroup:
 
     def pids(self) -> list[int]:
         """The processes in the cgroup (seen from the arena's PID namespace)."""
-        try:
-            text = (self._dir("pids") / "cgroup.procs").read_text()
-        except OSError:
-            return []
-        return [int(p) for p in text.split()]
+        text = _read(self._procs)
+        return [int(p) for p in text.split()] if text else []
 
     # -- stopping the bot between its calls --------------------------------------------
 
     def freeze(self) -> None:
         """Stop every process of the bot (SIGSTOP to each process in the cgroup, again
-        until no new one appears: a stopped process cannot fork)."""
+        until no new one appears: a stopped process cannot fork), and note its CPU time
+        (it does not change while the bot is stopped)."""
         if self._frozen:
             return
         self._frozen = True
-        stopped: set[int] = set()
+        stopped: list[int] = []
         for _ in range(8):
             fresh = [pid for pid in self.pids() if pid not in stopped]
             if not fresh:
                 break
             for pid in fresh:
                 _signal(pid, signal.SIGSTOP)
-            stopped.update(fresh)
+            stopped += fresh
+        self._stopped = stopped
+        self.cpu_at_rest = self.cpu_ns()
+
+    @property
+    def stopped(self) -> bool:
+        return self._frozen
 
     def thaw(self) -> None:
+        """Continue every process stopped by :meth:`freeze` (none can have appeared)."""
         if not self._frozen:
             return
         self._frozen = False
-        for pid in self.pids():
+        for pid in self._stopped:
             _signal(pid, signal.SIGCONT)
 
     # -- accounting -----------------------------------------------------------------
@@ -318,13 +329,13 @@ class Cgroup:
         """CPU time used by every process of the bot so far, in nanoseconds."""
         try:
             if self.v2:
-                for line in (self.dirs[""] / "cpu.stat").read_text().splitlines():
+                for line in _read(self._usage).splitlines():
                     key, _, value = line.partition(" ")
                     if key == "usage_usec":
                         return int(value) * 1000
                 return None
-            return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text())
-        except (OSError, ValueError):
+            return int(_read(self._usage))
+        except ValueError:
             return None
 
     def limit_hit(self) -> str | None:
@@ -393,6 +404,21 @@ class Cgroup:
                     break
                 except OSError:  # the last tasks are still being reaped
                     time.sleep(0.002)
+
+
+def _read(path: str) -> str:
+    """A small kernel file's text ("" when it cannot be read): os-level, as it is read
+    several times per decision."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, 65536).decode()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _set_autogroup(pid: int, nice: int) -> None:
@@ -624,7 +650,8 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
     return cgroup is not None and os.geteuid() == 0 and shutil.which("chrt") is not None
 
 
-def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
+                  idle: bool = True) -> list[str]:
     """``sh`` joining the cgroups, ``chrt --idle`` (start-ups take only CPU nobody else
     wants: a bot starting never slows a bot thinking), then ``prlimit``: the prefix of a
     confined command."""
@@ -635,7 +662,7 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -
         prefix = ["/bin/sh", "-c",
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
-    if idle_start_possible(cgroup):
+    if idle and idle_start_possible(cgroup):
         prefix += [str(shutil.which("chrt")), "--idle", "0"]
     rlimits = rlimit_args(limits, mechanism)
     if rlimits:

@@ -216,7 +216,7 @@ async def _seat_all(pools: dict[str, BotPool], specs: dict[str, BotSpec],
     async def seat_one(seat: int, name: str) -> None:
         pool = pools[name]
         try:
-            conn = await pool.lease(scheduled.deal_seed)
+            conn = await pool.lease(scheduled.deal_seed, core)
         except HandshakeError as e:
             seated[seat] = UnreachablePlayer(name, f"cannot start a process for this "
                                                    f"game: {e}")
