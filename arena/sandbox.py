@@ -452,7 +452,8 @@ def _event(text: str, key: str) -> int:
 
 
 def sweep_stale_cgroups(mechanism: Mechanism) -> None:
-    """Remove cgroups left by arena processes that died (kill -9): ``arena-PID-*``."""
+    """End the processes and remove the cgroups left by arena processes that died
+    (kill -9): ``arena-PID-*``."""
     for base in mechanism.base.values():
         try:
             names = os.listdir(base)
@@ -464,7 +465,15 @@ def sweep_stale_cgroups(mechanism: Mechanism) -> None:
                 continue
             if _pid_alive(int(parts[1])):
                 continue
-            _rmdir_quietly(base / name)
+            # a bot its dead arena could not end (it was still starting): end it now
+            for pid in _read(str(base / name / "cgroup.procs")).split():
+                _signal(int(pid), signal.SIGKILL)
+                _signal(int(pid), signal.SIGCONT)
+            for _ in range(100):
+                _rmdir_quietly(base / name)
+                if not (base / name).exists():
+                    break
+                time.sleep(0.005)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -656,10 +665,15 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
     wants: a bot starting never slows a bot thinking), then ``prlimit``: the prefix of a
     confined command."""
     prefix: list[str] = []
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        # killed with the arena even before bubblewrap's own --die-with-parent is set up
+        # (the signal survives the execs below)
+        prefix += [setpriv, "--pdeathsig", "KILL", "--"]
     if cgroup is not None:
         # the shell writes its own pid into each cgroup, then execs the rest: every
         # process of the bot starts inside, without a preexec_fn
-        prefix = ["/bin/sh", "-c",
+        prefix += ["/bin/sh", "-c",
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
     if idle and idle_start_possible(cgroup):
