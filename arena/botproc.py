@@ -230,7 +230,7 @@ class BotProcess:
         except SandboxError as e:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self.idle) + args
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._proc = subprocess.Popen(
@@ -253,7 +253,7 @@ class BotProcess:
                         else None)
             while not os.path.exists(socket_path):
                 if starting is not None:
-                    starting.idle_groups()
+                    starting.idle_priority()
                 if self.returncode is not None:
                     raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
                                         f"serving; see {self.log_path}")

@@ -361,24 +361,28 @@ class Cgroup:
         except (OSError, ValueError):
             return 0
 
-    def idle_groups(self) -> None:
-        """Give the bot's scheduling autogroups (a new session makes one) the lowest
-        weight while it starts: SCHED_IDLE alone does not hold back a task whose
-        autogroup competes with the thinking bot's as an equal."""
+    def idle_priority(self) -> None:
+        """Run the bot at idle priority while it starts: every thread ``SCHED_IDLE``,
+        and its scheduling autogroups (a new session makes one) at the lowest weight,
+        since SCHED_IDLE alone does not hold back a task whose autogroup competes with a
+        thinking bot's as an equal. Called while it starts, not in its spawn chain:
+        bubblewrap must first get to set up --die-with-parent at normal speed, or a bot
+        starved in between outlives a killed arena."""
         for pid in self.pids():
             _set_autogroup(pid, 19)
+            for tid in _tids(pid):
+                try:
+                    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                except OSError:
+                    pass
 
     def normal_priority(self) -> None:
         """Raise every thread of the bot from the idle start-up priority to normal."""
         for pid in self.pids():
             _set_autogroup(pid, 0)
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
+            for tid in _tids(pid):
                 try:
-                    os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
                 except OSError:
                     pass
 
@@ -419,6 +423,13 @@ def _read(path: str) -> str:
         return ""
     finally:
         os.close(fd)
+
+
+def _tids(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
 
 
 def _set_autogroup(pid: int, nice: int) -> None:
@@ -656,14 +667,12 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
     """Whether a bot can start at idle CPU priority and be raised to normal once it
     serves: that needs its cgroup (to find every thread) and the right to raise a
     thread's priority (root)."""
-    return cgroup is not None and os.geteuid() == 0 and shutil.which("chrt") is not None
+    return cgroup is not None and os.geteuid() == 0
 
 
-def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
-                  idle: bool = True) -> list[str]:
-    """``sh`` joining the cgroups, ``chrt --idle`` (start-ups take only CPU nobody else
-    wants: a bot starting never slows a bot thinking), then ``prlimit``: the prefix of a
-    confined command."""
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``setpriv --pdeathsig KILL``, ``sh`` joining the cgroups, then ``prlimit``: the
+    prefix of a confined command."""
     prefix: list[str] = []
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
@@ -676,8 +685,6 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
         prefix += ["/bin/sh", "-c",
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
-    if idle and idle_start_possible(cgroup):
-        prefix += [str(shutil.which("chrt")), "--idle", "0"]
     rlimits = rlimit_args(limits, mechanism)
     if rlimits:
         prlimit = shutil.which("prlimit")
