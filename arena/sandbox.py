@@ -368,22 +368,19 @@ class Cgroup:
         thinking bot's as an equal. Called while it starts, not in its spawn chain:
         bubblewrap must first get to set up --die-with-parent at normal speed, or a bot
         starved in between outlives a killed arena."""
-        for pid in self.pids():
-            _set_autogroup(pid, 19)
-            for tid in _tids(pid):
-                try:
-                    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-                except OSError:
-                    pass
+        self._set_priority(os.SCHED_IDLE, 19)
 
     def normal_priority(self) -> None:
         """Raise every thread of the bot from the idle start-up priority to normal."""
+        self._set_priority(os.SCHED_OTHER, 0)
+
+    def _set_priority(self, policy: int, group_nice: int) -> None:
         for pid in self.pids():
-            _set_autogroup(pid, 0)
+            _set_autogroup(pid, group_nice)
             for tid in _tids(pid):
                 try:
-                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-                except OSError:
+                    os.sched_setscheduler(tid, policy, os.sched_param(0))
+                except OSError:  # the thread ended meanwhile
                     pass
 
     def kill_all(self, signal_number: int, spare: int | None = None) -> None:
