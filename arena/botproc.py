@@ -34,6 +34,7 @@ from arena.sandbox import (
     bwrap_args,
     idle_start_possible,
     limit_mechanism,
+    pid_alive,
     spawn_wrapper,
     sweep_stale_cgroups,
 )
@@ -467,13 +468,8 @@ def sweep_stale_socket_dirs() -> None:
         parts = name.split("-")
         if len(parts) < 4 or parts[:2] != ["arena", "bot"] or not parts[2].isdigit():
             continue
-        try:
-            os.kill(int(parts[2]), 0)
+        if pid_alive(int(parts[2])):
             continue  # its arena still runs
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
         folder = os.path.join(root, name)
         try:
             for entry in os.listdir(folder):

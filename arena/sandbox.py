@@ -471,7 +471,7 @@ def sweep_stale_cgroups(mechanism: Mechanism) -> None:
             parts = name.split("-")
             if len(parts) < 3 or parts[0] != "arena" or not parts[1].isdigit():
                 continue
-            if _pid_alive(int(parts[1])):
+            if pid_alive(int(parts[1])):
                 continue
             # a bot its dead arena could not end (it was still starting): end it now
             for pid in _read(str(base / name / "cgroup.procs")).split():
@@ -484,7 +484,8 @@ def sweep_stale_cgroups(mechanism: Mechanism) -> None:
                 time.sleep(0.005)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

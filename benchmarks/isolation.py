@@ -60,7 +60,7 @@ from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.schedule import tables
 from benchmarks import DEFAULT_REPEAT, Settings
 from benchmarks.grpc import ROOT
-from benchmarks.tournament import DEMO_FILE, node_ready
+from benchmarks.tournament import DEMO_FILE, demo_without_node, node_ready
 
 TITLE = ("isolation and sandbox cost: tournament games/s under isolation deal vs shared "
          "vs shared without sandbox; bot start-up to the first Bid with and without "
@@ -131,17 +131,7 @@ def variant_text(text: str, variant: Variant) -> str:
 def demo_text() -> tuple[str, list[tuple[str, str]]]:
     """The demo file with :data:`DEMO_DEALS` deals, without the Node.js bot where it
     cannot run; and the bots left out (name, reason)."""
-    text = DEMO_FILE.read_text()
-    left_out: list[tuple[str, str]] = []
-    if not node_ready():
-        blocks = re.split(r"(?m)^(?=\[\[bots\]\])", text)
-        dropped = [b for b in blocks if 'spec = "cmd:node' in b]
-        text = "".join(b for b in blocks if b not in dropped)
-        reason = ("node is not installed" if shutil.which("node") is None
-                  else "sample_bots/node/node_modules is missing")
-        for block in dropped:
-            found = re.search(r'(?m)^name\s*=\s*"([^"]*)"', block)
-            left_out.append((found[1] if found else "?", reason))
+    text, left_out = demo_without_node()
     text, count = re.subn(r"(?m)^deals\s*=\s*\d+", f"deals = {DEMO_DEALS}", text)
     if count != 1:
         raise RuntimeError(f"{DEMO_FILE}: expected one 'deals = N' line, found {count}")

@@ -233,9 +233,9 @@ class DemoCopy:
     """Bots of the demo not in the copy's field: (name, reason)."""
 
 
-def demo_copy(folder: Path, target_games: int = DEMO_GAMES) -> DemoCopy:
-    """Write the demo file with ``deals`` set for about ``target_games`` games, without the
-    Node.js bot where it cannot run."""
+def demo_without_node() -> tuple[str, list[tuple[str, str]]]:
+    """The demo file's text, without the Node.js bot where it cannot run; and the bots
+    left out (name, reason)."""
     text = DEMO_FILE.read_text()
     left_out: list[tuple[str, str]] = []
     if not node_ready():
@@ -247,6 +247,13 @@ def demo_copy(folder: Path, target_games: int = DEMO_GAMES) -> DemoCopy:
         for block in dropped:
             found = re.search(r'(?m)^name\s*=\s*"([^"]*)"', block)
             left_out.append((found[1] if found else "?", reason))
+    return text, left_out
+
+
+def demo_copy(folder: Path, target_games: int = DEMO_GAMES) -> DemoCopy:
+    """Write the demo file with ``deals`` set for about ``target_games`` games, without the
+    Node.js bot where it cannot run."""
+    text, left_out = demo_without_node()
     path = folder / "demo.toml"
     path.write_text(text)
     config = load_config(path)
