@@ -354,8 +354,10 @@ def test_control_an_unsandboxed_shared_bot_stops_and_kills_the_others(world: Wor
     run = run_tournament(world, "signal-control", trusted(victims_field(world, "signaller.py")),
                          move_ms=500, **CONTROL).check()
     assert any(r["signalled"] for r in run.reports("signal"))
-    assert {bot for bot, _, _ in run.faults_of_others("hostile")} == {"py-heuristic",
-                                                                      "py-random"}
+    # both victims are stopped and killed, but one whose process dies after its last
+    # decision of the tournament is charged nothing: at least one victim must be
+    harmed = {bot for bot, _, _ in run.faults_of_others("hostile")}
+    assert harmed and harmed <= {"py-heuristic", "py-random"}, run.faults()
 
 
 # -- taking over the other bots' sockets ----------------------------------------------
