@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 BWRAP_PACKAGE = "bubblewrap"
@@ -214,6 +214,12 @@ class Cgroup:
         self.dirs: dict[str, Path] = {c: base / name for c, base in mechanism.base.items()}
         self._frozen = False
         self._stopped: list[int] = []
+        self._idle_tids: set[int] = set()
+        """Threads already set to idle priority while the bot starts (a thread made later
+        inherits it from the thread that made it)."""
+        self._idle_pids: dict[int, int] = {}
+        """Processes whose autogroup is at the idle weight, with their session then (a
+        new session makes a new autogroup, at normal weight)."""
         self.cpu_at_rest: int | None = None
         """The CPU time at the last stop: where the next call's CPU time starts."""
         self._procs = str(self._dir("pids") / "cgroup.procs")
@@ -367,21 +373,42 @@ class Cgroup:
         since SCHED_IDLE alone does not hold back a task whose autogroup competes with a
         thinking bot's as an equal. Called while it starts, not in its spawn chain:
         bubblewrap must first get to set up --die-with-parent at normal speed, or a bot
-        starved in between outlives a killed arena."""
-        self._set_priority(os.SCHED_IDLE, 19)
+        starved in between outlives a killed arena.
+
+        Called again and again while the bot starts, it touches only the processes and
+        threads it has not seen yet (the bot's start-up must not cost the arena more
+        than the bot)."""
+        self._set_priority(os.SCHED_IDLE, 19, self._idle_pids, self._idle_tids)
 
     def normal_priority(self) -> None:
         """Raise every thread of the bot from the idle start-up priority to normal."""
         self._set_priority(os.SCHED_OTHER, 0)
+        self._idle_pids.clear()
+        self._idle_tids.clear()
 
-    def _set_priority(self, policy: int, group_nice: int) -> None:
+    def _set_priority(self, policy: int, group_nice: int,
+                      pids_done: dict[int, int] | None = None,
+                      tids_done: set[int] | None = None) -> None:
         for pid in self.pids():
-            _set_autogroup(pid, group_nice)
+            if pids_done is None:
+                _set_autogroup(pid, group_nice)
+            else:
+                try:
+                    session = os.getsid(pid)
+                except OSError:  # gone
+                    continue
+                if pids_done.get(pid) != session:
+                    _set_autogroup(pid, group_nice)
+                    pids_done[pid] = session
             for tid in _tids(pid):
+                if tids_done is not None and tid in tids_done:
+                    continue
                 try:
                     os.sched_setscheduler(tid, policy, os.sched_param(0))
                 except OSError:  # the thread ended meanwhile
-                    pass
+                    continue
+                if tids_done is not None:
+                    tids_done.add(tid)
 
     def kill_all(self, signal_number: int, spare: int | None = None) -> None:
         """Signal every process in the cgroup but ``spare`` (the arena sees them all)."""
@@ -617,13 +644,26 @@ def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confin
     folders) is covered by an empty folder wherever it lies inside what is visible. Own
     user, PID, IPC, network, UTS and cgroup namespaces; no network at all.
     """
+    mounts, chdir, args_run = _bwrap_view(tuple(args), cwd, confinement, hide)
+    out = [bwrap_binary(), *mounts, "--bind", str(socket_dir), str(socket_dir), "--clearenv"]
+    for key, value in env.items():
+        out += ["--setenv", key, value]
+    return [*out, "--chdir", chdir, "--", *args_run]
+
+
+@lru_cache(maxsize=64)
+def _bwrap_view(args: tuple[str, ...], cwd: Path, confinement: Confinement,
+                hide: tuple[Path, ...]) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    """What a bot sees (the same for every process of a bot in a run, so worked out
+    once): the namespace and mount options, the folder to start in, and the command
+    with its relative paths made absolute where that folder is not visible."""
     ro: list[Path] = [Path(d) for d in _SYSTEM_DIRS]
     ro += [Path("/etc") / name for name in _ETC_FILES]
     ro += program_roots(args[0], cwd)
-    own = bot_folders(args[1:], cwd)
+    own = bot_folders(list(args[1:]), cwd)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
-    out = [bwrap_binary(), "--unshare-all", "--die-with-parent", "--new-session",
+    out = ["--unshare-all", "--die-with-parent", "--new-session",
            "--uid", "65534", "--gid", "65534", "--hostname", "bot",
            "--dev", "/dev", "--proc", "/proc"]
     if confinement.limits.file_mb:
@@ -646,13 +686,11 @@ def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confin
         if (any(secret.is_relative_to(b) for b in binds)
                 and not any(o.is_relative_to(secret) for o in own)):
             out += ["--tmpfs", str(secret)]
-    out += ["--bind", str(socket_dir), str(socket_dir), "--clearenv"]
-    for key, value in env.items():
-        out += ["--setenv", key, value]
     visible = any(cwd.is_relative_to(b) or b.is_relative_to(cwd) for b in binds)
-    if not visible:  # the command's relative paths must not depend on the working folder
-        args = [_absolute(arg, cwd) for arg in args]
-    return [*out, "--chdir", str(cwd) if visible else "/tmp", "--", *args]
+    if visible:
+        return tuple(out), str(cwd), args
+    # the command's relative paths must not depend on the working folder
+    return tuple(out), "/tmp", tuple(_absolute(arg, cwd) for arg in args)
 
 
 def _absolute(arg: str, cwd: Path) -> str:
