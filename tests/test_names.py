@@ -219,12 +219,18 @@ def test_the_tournament_command_refuses_a_bad_name_in_one_line(
 # -- real bots: arena play -----------------------------------------------------------------
 
 
+def play(capsys: pytest.CaptureFixture[str], sandbox: Sandbox,
+         bots: str) -> tuple[int, str, str]:
+    """``arena play`` of a 3-player Trumps game (unsandboxed: names, not confinement, are
+    tested here)."""
+    return run(capsys, "play", "--no-sandbox", "--game", "trumps", "--players", "3",
+               "--seed", "3", "--bots", bots, "--log-dir", str(sandbox.tmp / "logs"))
+
+
 def test_play_prints_a_markup_like_name_as_text(arena_sandbox: Sandbox,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     bot = named("bad[/]", version="<b>1</b>")
-    code, out, err = run(capsys, "play", "--no-sandbox", "--game", "trumps", "--players", "3", "--seed", "3",
-                         "--bots", f"{bot},heuristic,random",
-                         "--log-dir", str(arena_sandbox.tmp / "logs"))
+    code, out, err = play(capsys, arena_sandbox, f"{bot},heuristic,random")
     assert code == 0, err
     assert "Seats: 0:bad[/], 1:heuristic, 2:random" in out
     assert "0:bad[/] " in out.split("Final standings")[1]
@@ -248,9 +254,7 @@ def test_play_prints_a_markup_like_name_as_text(arena_sandbox: Sandbox,
 def test_play_refuses_a_bad_hello_in_one_line(arena_sandbox: Sandbox,
                                               capsys: pytest.CaptureFixture[str],
                                               bot: str, message: str) -> None:
-    code, out, err = run(capsys, "play", "--no-sandbox", "--game", "trumps", "--players", "3", "--seed", "3",
-                         "--bots", f"heuristic,{bot},random",
-                         "--log-dir", str(arena_sandbox.tmp / "logs"))
+    code, out, err = play(capsys, arena_sandbox, f"heuristic,{bot},random")
     assert code == 1 and out == ""
     assert err == f"arena play: bot seat1 ({bot}): bad hand-shake: {message}\n"
     assert len(err) < 300 + len(bot) and ESC not in err
