@@ -269,7 +269,9 @@ ODD_AUTHOR = "<img src=x onerror=alert(2)>"
 
 
 def test_a_tournament_shows_odd_names_escaped_everywhere(
-        arena_sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
+        arena_sandbox: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the name on one line of the terminal table
     tmp = arena_sandbox.tmp
     path = tournament_file(tmp, ODD_NAME, named("odd", ODD_VERSION, ODD_AUTHOR))
     out_dir = tmp / "out"
