@@ -34,6 +34,7 @@ from rich.text import Text
 
 from arena.botproc import BotSpec, BotSpecError
 from arena.bots import make_bot
+from arena.names import clean
 from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
 from arena.record import RecordError, verify_record
 from arena.referee import GRACE_S, Fault, Player, TimeControl, describe_action, play_game
@@ -553,13 +554,14 @@ def print_report(report: Report, console: Console) -> None:
             ("author", info.author or "-"), ("protocol", str(info.protocol_version)),
             ("games", ", ".join(info.games))]
     for label, value in rows:
-        console.print(Text.assemble((f"{label:<9}", "bold"), value))
+        console.print(Text.assemble((f"{label:<9}", "bold"), clean(value)))
     console.print()
     names = [c.name if c.game is None else f"{c.game}: {c.name}" for c in report.checks]
     width = max(map(len, names), default=0)
     for check, name in zip(report.checks, names, strict=True):
         verdict = ("PASS", "bold green") if check.ok else ("FAIL", "bold red")
-        console.print(Text.assemble(verdict, "  ", f"{name:<{width}}", "  ", check.reason))
+        console.print(Text.assemble(verdict, "  ", f"{name:<{width}}", "  ",
+                                    clean(check.reason)))
     console.print()
     lat = _latency(report)
     if lat["calls"]:
@@ -570,7 +572,7 @@ def print_report(report: Report, console: Console) -> None:
         console.print(Text(f"{failed} of {len(report.checks)} checks failed", "bold red"))
         log = report.log_path
         if log is not None and log.exists() and log.stat().st_size:
-            console.print(f"bot log: {log}")
+            console.print(f"bot log: {log}", markup=False)
     else:
         console.print(Text(f"all {len(report.checks)} checks passed", "bold green"))
 
@@ -630,7 +632,7 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
         report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games, log_dir,
                           confinement)
     except HandshakeError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: {clean(str(e))}", file=sys.stderr)
         if args.json:
             print(json.dumps({"spec": args.spec, "bot": None, "ok": False, "error": str(e)}))
         return 1

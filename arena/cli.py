@@ -19,6 +19,7 @@ from arena.bots import BUILTIN_BOTS
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
 from arena.files import atomic_writer
+from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
 from arena.record import RecordError, game_record, verify_record
@@ -151,7 +152,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
                           args.startup_ms / 1000, confinement)
     except HandshakeError as e:
-        print(f"arena play: {e}", file=sys.stderr)
+        print(f"arena play: {clean(str(e))}", file=sys.stderr)
         return 1
     record = report.record
     if args.record:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.faults import FAULT_KINDS
 from arena.files import atomic_writer
+from arena.names import clean, for_csv, for_markdown
 from arena.ratings import GameScores, incremental_elo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
@@ -402,14 +403,14 @@ def _bot_name(b: Mapping[str, Any]) -> str:
 
 
 def _md(text: Any) -> str:
-    """Text for a Markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown table cell (or heading), escaped (:func:`arena.names.for_markdown`)."""
+    return for_markdown(str(text))
 
 
 def render_markdown(lb: Mapping[str, Any]) -> str:
     """The leaderboard as a Markdown page: summary, ranking table, head-to-head matrix."""
     title = lb.get("tournament") or "Tournament"
-    lines = [f"# {title}: leaderboard", ""]
+    lines = [f"# {_md(title)}: leaderboard", ""]
     summary = [f"Game: {lb.get('game') or '?'}"]
     if lb.get("options"):
         summary[0] += f" ({_options_text(lb['options'])})"
@@ -482,6 +483,9 @@ def csv_row(entry: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("p50", "p95", "max"):
         row[f"latency_{key}_ms"] = latency.get(key)
         row[f"cpu_{key}_ms"] = cpu.get(key)
+    for key in ("name", "version"):  # for a spreadsheet: no formula comes of a name
+        if isinstance(row.get(key), str):
+            row[key] = for_csv(row[key])
     row["sandboxed"] = "true" if entry.get("sandboxed", True) else "false"
     row["provisional"] = "true" if entry["provisional"] else "false"
     return {k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS}
@@ -516,6 +520,7 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = console or Console()
     columns: dict[str, list[str]] = {h: [] for h in (
@@ -526,7 +531,7 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
                 else (b["elo_high"] - b["elo_low"]) / 2)
         faults = sum(b["faults"].values())
         for header, cell in zip(columns, (
-                str(b["rank"]), _bot_name(b),
+                str(b["rank"]), clean(_bot_name(b)),
                 f"{_num(b['elo'])}±{_num(half)}", _pct(b["p_above_next"]),
                 _num(b["elo_incremental"]), str(b["games"]),
                 f"{_num(b['mean_score'], 1)}±{_num(b['mean_score_se'], 1)}",
@@ -541,8 +546,9 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
             break
         del columns[header], widths[header]
     level = round(100 * (lb.get("rating") or {}).get("level", LEVEL))
-    table = Table(title=f"{lb.get('tournament') or 'Tournament'}: {lb.get('game') or '?'}, "
-                  f"{lb['games']} games", box=box.SIMPLE_HEAD, pad_edge=False,
+    table = Table(title=Text(f"{clean(str(lb.get('tournament') or 'Tournament'))}: "
+                             f"{lb.get('game') or '?'}, {lb['games']} games", style="table.title"),
+                  box=box.SIMPLE_HEAD, pad_edge=False,
                   caption=f"Elo ± half its {level}% interval; ? provisional; "
                   "faults (forfeits)"
                   + (f"; {UNSANDBOXED} untrusted mode off"
@@ -552,7 +558,9 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
         table.add_column(header, justify="left" if bot else "right", no_wrap=not bot,
                          overflow="fold" if bot else "ellipsis", min_width=6 if bot else None)
     for row, b in enumerate(lb["bots"]):
-        table.add_row(*(cells[row] for cells in columns.values()),
+        # names are Text, never read as rich markup
+        table.add_row(*(Text(cells[row]) if header == "Bot" else cells[row]
+                        for header, cells in columns.items()),
                       style="dim" if b["provisional"] else None)
     console.print(table)
     warning = isolation_line(lb)

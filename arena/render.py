@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from arena.names import clean
 from arena.rules.cards import (
     JESTER,
     SUIT_NAMES,
@@ -56,7 +57,9 @@ class GamePrinter:
     def __init__(self, record: dict[str, Any], console: Console | None = None) -> None:
         self.record = record
         self.console = console or Console(highlight=False)
-        self.seats: list[str] = list(record["seats"])
+        self.seats: list[str] = [clean(str(s)) for s in record["seats"]]
+        """The seat names, with what a terminal would act on taken out (printed as Text,
+        never read as rich markup)."""
         self.players = len(self.seats)
         self.running = [0] * self.players
         self.width = max(len(self._who(s)) for s in range(self.players))
@@ -73,7 +76,8 @@ class GamePrinter:
         self.console.print(Text.assemble(
             (f"{rec['game'].capitalize()}", "bold underline"),
             f"  seed {rec['seed']}  ({opts})"))
-        self.console.print("Seats: " + ", ".join(self._who(s) for s in range(self.players)))
+        self.console.print(Text("Seats: " + ", ".join(self._who(s)
+                                                      for s in range(self.players))))
 
     def round(self, rnd: dict[str, Any], rounds: int) -> None:
         """Print one finished round (a JSON round of the record)."""
@@ -94,8 +98,8 @@ class GamePrinter:
         if rnd["bids"] is not None:
             order = [(rnd["dealer"] + 1 + k) % n for k in range(n)]
             word = "bids" if self.record["game"] == "wizard" else "announcements"
-            out.print(f"  {word}: " + ", ".join(
-                f"{self._who(s)} {rnd['bids'][s]}" for s in order))
+            out.print(Text(f"  {word}: " + ", ".join(
+                f"{self._who(s)} {rnd['bids'][s]}" for s in order)))
         draws = rnd.get("draws") or []
         for t, trick in enumerate(rnd["tricks"]):
             line = Text(f"  trick {t + 1:>2}: ")
@@ -142,8 +146,9 @@ class GamePrinter:
             where = f"round {fault['round']}" + (
                 f", trick {fault['trick']}" if fault.get("trick") else "")
             forfeit = "; forfeited" if fault.get("forfeited") else ""
+            detail = clean(str(fault["detail"]))
             out.print(Text(f"  {self._who(fault['seat'])} {where}: {fault['kind']}: "
-                           f"{fault['detail']} → the referee: {fault['action']}{forfeit}",
+                           f"{detail} → the referee: {fault['action']}{forfeit}",
                            style="yellow"))
 
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from arena.names import NameError_, check_hello
 from arena.rules import Decision, Game, OptionError, Outcome, Trick, View, option_specs
 from arena.rules.cards import JESTER, SUIT_LETTERS, WIZARD, Card, Suit
 from arena.rules.options import resolve_options
@@ -539,9 +540,14 @@ def hello_response(info: BotInfo) -> bot_pb2.HelloResponse:
 
 def bot_info_from_response(response: bot_pb2.HelloResponse) -> BotInfo:
     """The :class:`BotInfo` in a bot's Hello answer; :class:`WireError` when it has no
-    name, no protocol version, or no game this code knows."""
+    name, a name, version or author against :mod:`arena.names`' rule, no protocol
+    version, or no game this code knows."""
     if not response.name.strip():
         raise WireError("HelloResponse has no name")
+    try:
+        check_hello(response.name, response.version, response.author)
+    except NameError_ as e:
+        raise WireError(str(e)) from None
     if response.protocol_version == 0:
         raise WireError("HelloResponse has no protocol_version")
     games = tuple(dict.fromkeys(_GAME_NAMES[g] for g in response.games if g in _GAME_NAMES))

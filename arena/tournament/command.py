@@ -28,6 +28,7 @@ from arena.leaderboard import (
     render_markdown,
     write_leaderboard,
 )
+from arena.names import for_terminal
 from arena.sandbox import limit_mechanism, sandbox_works, usable_cores
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.runner import TournamentError, prepare, run
@@ -44,7 +45,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 2
     for name, reason in config.skipped:
-        err.print(f"note: bot {name} left out: {reason}")
+        err.print(f"note: bot {for_terminal(name)} left out: {for_terminal(reason)}")
     confined = [b for b in config.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
     if confined:
         why = sandbox_works()
@@ -75,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
         except TournamentError as e:
             print(str(e), file=sys.stderr)
             return 2
-        out.print(f"[bold]{config.name}[/]: {config.game}, {config.seats} seats, "
+        out.print(f"[bold]{for_terminal(config.name)}[/]: {config.game}, {config.seats} seats, "
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
         _print_confinement(config, err)
         out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
@@ -171,7 +172,7 @@ def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) ->
     if fmt == "table":
         console = Console(highlight=False)
         print_table(board, console)
-        console.print("written: " + ", ".join(str(p) for p in written))
+        console.print("written: " + ", ".join(str(p) for p in written), markup=False)
     elif fmt == "md":
         sys.stdout.write(render_markdown(board))
     elif fmt == "csv":

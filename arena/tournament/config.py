@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.botproc import BotSpec, BotSpecError, command_args
+from arena.names import NameError_, check_name
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
 from arena.sandbox import LIMIT_KEYS, Confinement, Limits, usable_cores
@@ -220,6 +221,10 @@ def _bots(where: str, raw: Any, limits: Limits,
             raise ConfigError(f"{where}: {key}: expected a table with name and spec")
         _known(where, key, entry, _BOT)
         name = _str(where, f"{key}.name", entry.get("name"))
+        try:
+            check_name(name, f"{key}.name")
+        except NameError_ as e:
+            raise ConfigError(f"{where}: {e}") from None
         if name in seen:
             raise ConfigError(f"{where}: {key}.name: {name!r} is used twice; bot names "
                               f"must be unique")
