@@ -951,6 +951,13 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         "bits of SHA-256 of <code>trick-arena/deal/SEED/d</code>; each record holds its deal "
         "seed (<code>seed</code>). For deal 0:</p>",
         f"<pre><code>{esc(deal_check)}</code></pre>" if deal_check else "",
+        dl([("Results chain head", f'<code id="chain-head">'
+                                   f"{esc(lb.get('chain_head') or 'not recorded')}</code>")]),
+        "<p>Every finished game's record is chained to the ones before it by SHA-256, "
+        "starting from the seed commitment; the head fixes every record, their number and "
+        "their order. Check it against the organiser's export with <code>arena verify "
+        "games.jsonl --head HEAD</code>, or the few lines of Python in the trick-arena "
+        "documentation (<code>docs/records.md</code>).</p>",
         "</section>",
         '<section aria-labelledby="verify-h"><h2 id="verify-h">Checking the games</h2>',
         '<p>Every game\'s complete record is in <a href="data/games.jsonl">data/games.jsonl</a> '
