@@ -91,8 +91,9 @@ def check_chain(links: Sequence[Link], start: str | None, head: str | None = Non
                 after = known.get(lk.prev, "the start")
                 raise ChainError(f"{at}: reordered: it follows {after} in the chain, "
                                  f"not {prev_id}")
+            other = ", or the chain is of another tournament" if i == 0 else ""
             raise ChainError(f"{at}: removed: the game before it in the chain (after "
-                             f"{prev_id}) is missing")
+                             f"{prev_id}) is missing{other}")
         if lk.seq != i:
             what = "removed: a game before it is missing" if lk.seq > i else "reordered"
             raise ChainError(f"{at}: {what} (it says chain position {lk.seq})")
