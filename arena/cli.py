@@ -281,8 +281,9 @@ def _verify_folder(folder: Path, head: str | None) -> int:
     try:
         with Store.open_readonly(folder) as store:
             count, end = verify_store(store, head)
-    except StoreError as e:
-        raise UsageError(str(e)) from None
+    except StoreError as e:  # a store cut short or overwritten does not hold either
+        print(str(e), file=sys.stderr)
+        return 1
     except AuditError as e:
         print(f"{folder}: {e}", file=sys.stderr)
         return 1

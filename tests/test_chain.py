@@ -382,6 +382,14 @@ def test_a_truncated_chain_with_a_new_head_is_caught_by_the_published_head(
            "--head", published)
 
 
+def test_a_store_file_cut_short_is_caught(out: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = out / "tournament.sqlite"
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+    caught(capsys, "store: file cut in half", out, None, f"{path}: ")
+
+
 # -- a tampered export ----------------------------------------------------------------------
 
 

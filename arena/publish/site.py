@@ -966,9 +966,9 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         "the rules engine of trick-arena (the version above, or a later one that reads this "
         "format):</p>",
         "<pre><code>arena verify games.jsonl</code></pre>",
-        "<p>It prints <code>games.jsonl: ok (N records)</code>, or the first record, round, "
-        'trick and seat that does not hold. The leaderboard\'s numbers are in <a href="'
-        'data/leaderboard.json">data/leaderboard.json</a>.</p>',
+        "<p>It prints <code>games.jsonl: ok (N records), no chain</code>, or the first "
+        "record, round, trick and seat that does not hold. The leaderboard's numbers are in "
+        '<a href="data/leaderboard.json">data/leaderboard.json</a>.</p>',
         dl([("Played with", f"trick-arena {esc(lb.get('arena_version') or '?')}"),
             ("Published with", f"trick-arena {esc(__version__)}"),
             ("Tournament file SHA-256", f"<code>{esc(lb.get('tournament_hash') or '–')}</code>")]),
