@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,7 @@ import trio
 from arena import __version__
 from arena.botproc import BotSpec, BotSpecError
 from arena.bots import BUILTIN_BOTS
+from arena.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
 from arena.files import atomic_writer
@@ -86,9 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, metavar="FILE",
                         help="where to write (default: DIR/games.jsonl)")
 
-    verify = sub.add_parser("verify", help="re-check game records with the rules engine")
+    verify = sub.add_parser("verify", help="re-check game records with the rules engine, "
+                            "and a tournament's results chain")
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                        help="a record (JSON) or records (JSON lines)")
+                        help="a record (JSON), records (JSON lines, e.g. an export) or a "
+                             "tournament's output folder")
+    verify.add_argument("--head", metavar="HEX", help="the published chain head: fail "
+                        "unless the chain ends there")
     add_check_bot_parser(sub)
     add_publish_parser(sub)
     add_serve_parser(sub)
@@ -215,8 +221,16 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    head = args.head.lower() if args.head else None
+    if head is not None and not is_hex_digest(head):
+        raise UsageError(f"arena verify: --head {args.head!r} is not a SHA-256 hex digest")
     for path in args.files:
+        if path.is_dir():
+            if _verify_folder(path, head) != 0:
+                return 1
+            continue
         count = 0
+        links: list[Link] = []
         for where, record in _records(path):
             try:
                 if isinstance(record, RecordError):
@@ -226,7 +240,60 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 print(f"{where}: {e}", file=sys.stderr)
                 return 1
             count += 1
-        print(f"{path}: ok ({count} record{'s' if count != 1 else ''})")
+            links.append(_link(record, where[len(str(path)):]))
+        ok = f"{path}: ok ({count} record{'s' if count != 1 else ''})"
+        if any(lk.hash is not None for lk in links):
+            try:
+                end = check_chain(links, None, head)
+            except ChainError as e:
+                print(f"{path}: {e}", file=sys.stderr)
+                return 1
+            print(f"{ok}, chain head {end}")
+        elif head is not None:
+            print(f"{path}: head mismatch: the records carry no chain", file=sys.stderr)
+            return 1
+        else:
+            print(f"{ok}, no chain")
+    return 0
+
+
+def _link(record: Any, where: str) -> Link:
+    """An exported record as a link of the chain (its ``chain`` key taken off)."""
+    body = dict(record)
+    link = body.pop(CHAIN_KEY, None)
+    game_id = str(body.get("game_id", "?"))
+    at = f" at line {where[1:]}" if where.startswith(":") else ""
+    if not isinstance(link, dict):
+        return Link(game_id, None, None, None, body, at)
+    seq = link.get("seq")
+    prev, digest = link.get("prev"), link.get("hash")
+    return Link(game_id, seq if isinstance(seq, int) and not isinstance(seq, bool) else -1,
+                prev if isinstance(prev, str) else "", digest if isinstance(digest, str)
+                else "", body, at)
+
+
+def _verify_folder(folder: Path, head: str | None) -> int:
+    """``arena verify DIR``: the tournament store, read only."""
+    from arena.tournament.audit import AuditError, verify_store
+    from arena.tournament.store import Store, StoreError
+
+    if not Store.exists(folder):
+        raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
+    try:
+        with Store.open_readonly(folder) as store:
+            count, end = verify_store(store, head)
+    except StoreError as e:  # a store cut short or overwritten does not hold either
+        print(str(e), file=sys.stderr)
+        return 1
+    except AuditError as e:
+        print(f"{folder}: {e}", file=sys.stderr)
+        return 1
+    except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as e:
+        print(f"{folder}: the store cannot be read: {type(e).__name__}: {e}"[:300],
+              file=sys.stderr)
+        return 1
+    chain = f"chain head {end}" if end is not None else "no chain"
+    print(f"{folder}: ok ({count} game{'s' if count != 1 else ''}), {chain}")
     return 0
 
 

@@ -217,6 +217,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "options": _json_object(meta.get("options")),
         "seed": _int(meta.get("seed")),
         "seed_commitment": meta.get("seed_commitment"),
+        "chain_head": meta.get("chain_head"),
         "games": len(scores),
         "schedule": {"format": meta.get("format"), "deals": _int(meta.get("deals")),
                      "seats": _int(meta.get("seats"))},
@@ -423,6 +424,8 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
         summary.append(f"seed commitment `{lb['seed_commitment']}`")
     if lb.get("seed") is not None:
         summary.append(f"seed {lb['seed']}")
+    if lb.get("chain_head"):
+        summary.append(f"results chain head `{lb['chain_head']}`")
     summary.append(f"isolation: {lb.get('isolation') or DEFAULT_ISOLATION}")
     lines += ["; ".join(summary) + ".", ""]
     bots = lb["bots"]

@@ -236,7 +236,8 @@ def test_elo_history_and_classic_elo() -> None:
 # -- schema ---------------------------------------------------------------------------------
 
 TOP = {"format": str, "tournament": str, "game": str, "options": dict, "seed": int,
-       "seed_commitment": str, "games": int, "schedule": dict, "time_control": dict,
+       "seed_commitment": str, "chain_head": (str, type(None)), "games": int,
+       "schedule": dict, "time_control": dict,
        "isolation": str, "arena_version": str, "tournament_hash": str, "rating": dict, "bots": list,
        "head_to_head": list, "elo_history": dict}
 NUMBER = (int, float)

@@ -217,6 +217,16 @@ def test_tournament_page_states_the_seed(site: Site) -> None:
     assert "hashlib.sha256" in text and "arena verify" in text and "data/games.jsonl" in text
 
 
+def test_tournament_page_states_the_chain_head_and_the_store_ends_there(site: Site) -> None:
+    text = (site.root / "tournament.html").read_text(encoding="utf-8")
+    head = site.leaderboard["chain_head"]
+    assert isinstance(head, str) and len(head) == 64
+    assert f'<code id="chain-head">{head}</code>' in text and "--head" in text
+    done = arena("verify", str(site.tournament), "--head", head)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.endswith(f"ok ({GAMES} games), chain head {head}\n")
+
+
 # -- every page -------------------------------------------------------------------------
 
 

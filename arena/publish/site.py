@@ -951,6 +951,13 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         "bits of SHA-256 of <code>trick-arena/deal/SEED/d</code>; each record holds its deal "
         "seed (<code>seed</code>). For deal 0:</p>",
         f"<pre><code>{esc(deal_check)}</code></pre>" if deal_check else "",
+        dl([("Results chain head", f'<code id="chain-head">'
+                                   f"{esc(lb.get('chain_head') or 'not recorded')}</code>")]),
+        "<p>Every finished game's record is chained to the ones before it by SHA-256, "
+        "starting from the seed commitment; the head fixes every record, their number and "
+        "their order. Check it against the organiser's export with <code>arena verify "
+        "games.jsonl --head HEAD</code>, or the few lines of Python in the trick-arena "
+        "documentation (<code>docs/records.md</code>).</p>",
         "</section>",
         '<section aria-labelledby="verify-h"><h2 id="verify-h">Checking the games</h2>',
         '<p>Every game\'s complete record is in <a href="data/games.jsonl">data/games.jsonl</a> '
@@ -959,9 +966,9 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
         "the rules engine of trick-arena (the version above, or a later one that reads this "
         "format):</p>",
         "<pre><code>arena verify games.jsonl</code></pre>",
-        "<p>It prints <code>games.jsonl: ok (N records)</code>, or the first record, round, "
-        'trick and seat that does not hold. The leaderboard\'s numbers are in <a href="'
-        'data/leaderboard.json">data/leaderboard.json</a>.</p>',
+        "<p>It prints <code>games.jsonl: ok (N records), no chain</code>, or the first "
+        "record, round, trick and seat that does not hold. The leaderboard's numbers are in "
+        '<a href="data/leaderboard.json">data/leaderboard.json</a>.</p>',
         dl([("Played with", f"trick-arena {esc(lb.get('arena_version') or '?')}"),
             ("Published with", f"trick-arena {esc(__version__)}"),
             ("Tournament file SHA-256", f"<code>{esc(lb.get('tournament_hash') or '–')}</code>")]),

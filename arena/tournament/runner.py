@@ -21,6 +21,7 @@ import trio
 from arena import __version__
 from arena.botproc import BotSpec, command_args
 from arena.bots import make_bot
+from arena.chain import CHAIN_KEY
 from arena.files import atomic_writer
 from arena.players import (
     BotConnection,
@@ -278,10 +279,15 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
 
 
 def export_records(store: Store, path: Path) -> int:
-    """Write every finished game's record as JSON lines; returns how many."""
+    """Write every finished game's record as JSON lines, in results-chain order, each with
+    its link under ``"chain"`` (a game from before the chain has none); returns how many."""
     count = 0
     with atomic_writer(path) as out:
-        for game in store.iter_games():
-            out.write(json.dumps(game.record, separators=(",", ":")) + "\n")
+        for game in store.iter_games(chain_order=True):
+            line = dict(game.record)
+            if game.chain is not None:
+                line[CHAIN_KEY] = {"seq": game.chain_seq, "prev": game.chain_prev,
+                                   "hash": game.chain}
+            out.write(json.dumps(line, separators=(",", ":")) + "\n")
             count += 1
     return count

@@ -7,8 +7,14 @@ decision. A game is written in one transaction when it finishes, so a kill -9 at
 moment loses at most the games in flight and never leaves the store inconsistent. Games
 marked ``running`` when a run stopped are played again from the start by the next run.
 
+Each finished game's record is linked into the results chain (:mod:`arena.chain`) in the
+order the games are written: ``games.chain_seq``, ``chain_prev`` and ``chain``, with the
+head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all in the
+game's transaction.
+
 Columns added after the first release (``bots.sandboxed``, ``bots.isolation``,
-``latencies.cpu_ms``) are nullable and are added to an older store when it is opened, so
+``latencies.cpu_ms``, ``games.chain_seq``, ``games.chain_prev``, ``games.chain``) are
+nullable and are added to an older store when it is opened, so
 :data:`SCHEMA_VERSION` stays ``"1"``: an older arena ignores them.
 """
 
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena import chain
 from arena.tournament.schedule import ScheduledGame
 
 STORE_NAME = "tournament.sqlite"
@@ -53,7 +60,10 @@ CREATE TABLE IF NOT EXISTS games (
     status TEXT NOT NULL CHECK (status IN ('running', 'done')),
     started_at REAL,
     ended_at REAL,
-    record TEXT
+    record TEXT,
+    chain_seq INTEGER,
+    chain_prev TEXT,
+    chain TEXT
 );
 CREATE TABLE IF NOT EXISTS results (
     game_id TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
@@ -89,6 +99,9 @@ _ADDED_COLUMNS = (
     ("bots", "sandboxed", "INTEGER"),
     ("bots", "isolation", "TEXT"),
     ("latencies", "cpu_ms", "TEXT"),
+    ("games", "chain_seq", "INTEGER"),
+    ("games", "chain_prev", "TEXT"),
+    ("games", "chain", "TEXT"),
 )
 """Columns an older store lacks; :meth:`Store.open` adds them with ``ALTER TABLE``."""
 
@@ -116,6 +129,11 @@ class StoredGame:
     cpu_ms: tuple[tuple[float | None, ...], ...] = ()
     """The bot process's CPU time per decision by seat, in milliseconds (None where it was
     not measured); a seat's tuple is empty when none was stored for it."""
+    chain_seq: int | None = None
+    """The game's position in the results chain, its previous link and its link (None for
+    a game written before the chain existed)."""
+    chain_prev: str | None = None
+    chain: str | None = None
 
     @property
     def unit(self) -> str:
@@ -156,6 +174,23 @@ class Store:
         except sqlite3.DatabaseError as e:
             db.close()
             raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
+        return store
+
+    @classmethod
+    def open_readonly(cls, folder: Path) -> Store:
+        """Open the store in ``folder`` for reading only: nothing is created or added."""
+        path = folder / STORE_NAME
+        try:
+            db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True,
+                                 isolation_level=None, timeout=30)
+            store = cls(db, path)
+            version = store.meta().get("schema_version")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path}: not a trick-arena store ({e})") from None
+        if version != SCHEMA_VERSION:
+            db.close()
+            raise StoreError(f"{path}: store schema version {version}; this arena reads "
+                             f"version {SCHEMA_VERSION}")
         return store
 
     @classmethod
@@ -243,10 +278,13 @@ class Store:
         """
         seats = max(len(latencies_ms), len(cpu_ms or ()))
         forfeited = record.get("forfeited") or [False] * len(game.bots)
+        text = json.dumps(record, separators=(",", ":"))
         with self._transaction():
+            self._chain_unchained()  # games of a store from before the chain
             self.db.execute(
                 "UPDATE games SET status = 'done', ended_at = ?, record = ? WHERE id = ?",
-                (time.time(), json.dumps(record, separators=(",", ":")), game.id))
+                (time.time(), text, game.id))
+            self._append_to_chain(game.id, json.loads(text))
             self.db.executemany(
                 "INSERT OR REPLACE INTO results (game_id, seat, bot, score, place, forfeited)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -267,12 +305,18 @@ class Store:
                       [None if x is None else round(x, 3) for x in cpu_ms[s]]))
                  for s in range(seats)])
 
-    def iter_games(self) -> Iterator[StoredGame]:
-        """Every finished game in schedule order, one at a time (records are not kept)."""
+    def iter_games(self, chain_order: bool = False) -> Iterator[StoredGame]:
+        """Every finished game in schedule order, one at a time (records are not kept).
+
+        ``chain_order``: in results-chain order instead, games without a link last (in
+        schedule order)."""
+        links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
+                 else "NULL, NULL, NULL")
+        order = "g.chain_seq IS NULL, g.chain_seq, g.seq" if chain_order else "g.seq"
         cursor = self.db.execute(
             "SELECT g.id, g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
-            " g.started_at, g.ended_at, g.record FROM games g WHERE g.status = 'done'"
-            " ORDER BY g.seq")
+            f" g.started_at, g.ended_at, g.record, {links} FROM games g"
+            f" WHERE g.status = 'done' ORDER BY {order}")
         for row in cursor:
             lat: dict[int, tuple[float, ...]] = {}
             cpu: dict[int, tuple[float | None, ...]] = {}
@@ -285,7 +329,35 @@ class Store:
             yield StoredGame(row[0], row[1], row[2], row[3], row[4], int(row[5]), bots,
                              row[7], row[8], json.loads(row[9]),
                              tuple(lat.get(s, ()) for s in range(len(bots))),
-                             tuple(cpu.get(s, ()) for s in range(len(bots))))
+                             tuple(cpu.get(s, ()) for s in range(len(bots))),
+                             row[10], row[11], row[12])
+
+    def _has_chain_columns(self) -> bool:
+        """False for a store from before the chain opened read-only (not upgraded)."""
+        return "chain" in {r[1] for r in self.db.execute("PRAGMA table_info(games)")}
+
+    def _chain_start(self) -> str:
+        meta = self.meta()
+        return meta.get("chain_head") or chain.genesis(meta.get("seed_commitment", ""))
+
+    def _append_to_chain(self, game_id: str, record: Mapping[str, Any]) -> None:
+        """Link ``record`` after the head (inside the caller's transaction)."""
+        prev = self._chain_start()
+        seq = int(self.db.execute(
+            "SELECT COUNT(*) FROM games WHERE chain_seq IS NOT NULL").fetchone()[0])
+        head = chain.link(prev, record)
+        self.db.execute("UPDATE games SET chain_seq = ?, chain_prev = ?, chain = ? WHERE id = ?",
+                        (seq, prev, head, game_id))
+        self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                            [("chain_head", head), ("chain_games", str(seq + 1))])
+
+    def _chain_unchained(self) -> None:
+        """Link the finished games that have no link (a store written before the chain
+        existed), in schedule order; inside the caller's transaction."""
+        for game_id, text in self.db.execute(
+                "SELECT id, record FROM games WHERE status = 'done' AND chain IS NULL"
+                " ORDER BY seq").fetchall():
+            self._append_to_chain(game_id, json.loads(text))
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)

@@ -1,0 +1,161 @@
+"""``arena verify DIR``: re-check a tournament store, record by record and link by link.
+
+Every finished game is re-played by the rules (:func:`arena.record.verify_record`), the
+results chain is walked from the genesis to the head in ``meta`` (:mod:`arena.chain`), and
+what the leaderboard reads beside the records (the games table's seats, seed and schedule
+position, and the ``results``, ``faults`` and ``latencies`` rows) is checked against the
+chained records. The first discrepancy raises :class:`AuditError` naming the game.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from arena.chain import ChainError, Link, check_chain, genesis
+from arena.record import RecordError, verify_record
+from arena.tournament.schedule import ScheduledGame, schedule
+from arena.tournament.store import Store, StoredGame
+
+
+class AuditError(ValueError):
+    """The store does not hold; the message names the first game (or key) at fault."""
+
+
+def verify_store(store: Store, head: str | None = None) -> tuple[int, str | None]:
+    """Check every finished game of ``store``; returns (games, chain head), the head None
+    for a store written before the chain. ``head``: the published head it must end at."""
+    meta = store.meta()
+    commitment = meta.get("seed_commitment", "")
+    seed = meta.get("seed")
+    if seed is not None and commitment and \
+            hashlib.sha256(seed.encode()).hexdigest() != commitment:
+        raise AuditError("meta: the seed does not match the seed commitment")
+    games = list(store.iter_games(chain_order=True))
+    chained = "chain_head" in meta or any(g.chain is not None for g in games)
+    end: str | None = None
+    if chained:
+        if "chain_head" not in meta:
+            raise AuditError("head mismatch: the store holds linked games but no chain head")
+        try:
+            length = int(meta.get("chain_games", ""))
+        except ValueError:
+            length = None
+        links = [Link(g.id, g.chain_seq, g.chain_prev, g.chain, g.record) for g in games]
+        try:
+            end = check_chain(links, genesis(commitment), meta["chain_head"], length)
+        except ChainError as e:
+            raise AuditError(str(e)) from None
+        if head is not None and end != head:
+            raise AuditError(f"head mismatch: the chain head is {end}, not {head}")
+    elif head is not None:
+        raise AuditError("head mismatch: the store holds no chain (written before it)")
+    planned = _schedule(meta)
+    for game in games:
+        where = f"game {game.id}"
+        _check_game(store, game, planned, where)
+        try:
+            verify_record(game.record)
+        except RecordError as e:
+            raise AuditError(f"{where}: {e}") from None
+    _check_orphans(store)
+    return len(games), end
+
+
+def _schedule(meta: Mapping[str, str]) -> dict[str, ScheduledGame] | None:
+    """The tournament's schedule by game id, from the store's metadata (None if it
+    lacks what makes it)."""
+    try:
+        games = schedule(meta["format"], json.loads(meta["bots"]), int(meta["seats"]),
+                         int(meta["deals"]), int(meta["seed"]),
+                         json.loads(meta.get("candidates") or "[]"))
+    except (KeyError, ValueError, TypeError):
+        return None
+    return {g.id: g for g in games}
+
+
+def _check_game(store: Store, game: StoredGame, planned: dict[str, ScheduledGame] | None,
+                where: str) -> None:
+    """The games, results, faults and latencies rows of ``game`` against its record."""
+    record = game.record
+    if not isinstance(record, dict):
+        raise AuditError(f"{where}: changed: the record is not a JSON object")
+    seats = record.get("seats")
+    if record.get("game_id") != game.id:
+        raise AuditError(f"{where}: changed: its record is of game {record.get('game_id')}")
+    if seats != list(game.bots):
+        raise AuditError(f"{where}: changed: the games table seats {list(game.bots)}, "
+                         f"the record {seats}")
+    if record.get("seed") != game.deal_seed:
+        raise AuditError(f"{where}: changed: the games table has deal seed {game.deal_seed}, "
+                         f"the record {record.get('seed')}")
+    if game.id != f"t{game.table_no}-d{game.deal_no}-r{game.rotation}":
+        raise AuditError(f"{where}: changed: the games table has table {game.table_no}, "
+                         f"deal {game.deal_no}, rotation {game.rotation}")
+    if planned is not None:
+        plan = planned.get(game.id)
+        if plan is None:
+            raise AuditError(f"{where}: added: it is not in the tournament's schedule")
+        if (plan.seq, plan.bots, plan.deal_seed) != (game.seq, game.bots, game.deal_seed):
+            raise AuditError(f"{where}: changed: the schedule seats {list(plan.bots)} with "
+                             f"deal seed {plan.deal_seed} at position {plan.seq}")
+    n = len(game.bots)
+    forfeited = record.get("forfeited") or [False] * n
+    try:
+        expected = [(s, game.bots[s], record["totals"][s], record["places"][s],
+                     int(bool(forfeited[s]))) for s in range(n)]
+        faults = [(f["seat"], game.bots[f["seat"]], f.get("round"), f.get("trick"), f["kind"],
+                   f["detail"], f["action"]) for f in record.get("faults") or []]
+    except (KeyError, IndexError, TypeError):
+        raise AuditError(f"{where}: changed: the record's totals, places, forfeits or "
+                         f"faults are malformed") from None
+    results = store.db.execute(
+        "SELECT seat, bot, score, place, forfeited FROM results WHERE game_id = ?"
+        " ORDER BY seat", (game.id,)).fetchall()
+    if [tuple(r) for r in results] != expected:
+        seat = next((i for i, (a, b) in enumerate(zip(results, expected, strict=False))
+                     if tuple(a) != b), min(len(results), len(expected)))
+        raise AuditError(f"{where}: changed: its results row for seat {seat} does not match "
+                         f"the record")
+    rows = store.db.execute(
+        "SELECT seat, bot, round, trick, kind, detail, action FROM faults WHERE game_id = ?"
+        " ORDER BY rowid", (game.id,)).fetchall()
+    if [tuple(r) for r in rows] != faults:
+        raise AuditError(f"{where}: changed: its faults rows ({len(rows)}) do not match the "
+                         f"record's {len(faults)} faults")
+    _check_latencies(store, game, where)
+
+
+def _check_latencies(store: Store, game: StoredGame, where: str) -> None:
+    """The latencies rows against the record's ``timing`` (a record from before it was
+    kept cannot say, and is not checked)."""
+    timing = game.record.get("timing")
+    rows = store.db.execute("SELECT seat, bot, ms, cpu_ms FROM latencies WHERE game_id = ?",
+                            (game.id,)).fetchall()
+    stored: dict[int, tuple[str, Any, Any]] = {}
+    for seat, bot, ms, cpu in rows:
+        if not isinstance(seat, int) or not 0 <= seat < len(game.bots) or seat in stored:
+            raise AuditError(f"{where}: added: a latencies row for seat {seat}")
+        stored[seat] = (bot, json.loads(ms), None if cpu is None else json.loads(cpu))
+    if not isinstance(timing, dict):
+        return
+    wall, cpu_ms = timing.get("wall_ms") or [], timing.get("cpu_ms") or []
+    for seat, name in enumerate(game.bots):
+        want = (name, wall[seat] if seat < len(wall) else [],
+                cpu_ms[seat] if seat < len(cpu_ms) else None)
+        if stored.get(seat, (name, [], None)) != want:
+            raise AuditError(f"{where}: changed: its latencies row for seat {seat} does not "
+                             f"match the record's timing")
+
+
+def _check_orphans(store: Store) -> None:
+    """Rows of results, faults and latencies for a game that is not a finished one."""
+    for table in ("results", "faults", "latencies"):
+        row = store.db.execute(
+            f"SELECT game_id FROM {table} WHERE game_id NOT IN"
+            " (SELECT id FROM games WHERE status = 'done') LIMIT 1").fetchone()
+        if row is not None:
+            raise AuditError(f"game {row[0]}: added: {table} rows for a game that is not a "
+                             f"finished game of the store")
