@@ -244,6 +244,7 @@ def test_the_default_log_folder_is_private_unpredictable_and_ignores_a_planted_s
         assert stat.S_IMODE(folder.lstat().st_mode) == 0o700 and not folder.is_symlink()
         [log] = folder.iterdir()
         assert log.name.endswith(".log") and stat.S_IMODE(log.stat().st_mode) == 0o600
+        assert "serving on" in log.read_text()
     # with built-in bots only nothing is written: no folder is left behind
     assert run(capsys, "play", "--game", "wizard", "--seed", "8", "--quiet")[0] == 0
     assert not list(tmp.glob("trick-arena-play-8-*"))
@@ -264,6 +265,7 @@ def test_a_planted_symlink_in_a_log_dir_is_not_followed(
     assert (logs / f"{stem}.log").is_symlink()
     log = logs / f"{stem}.2.log"  # the planted name is skipped
     assert log.is_file() and not log.is_symlink()
+    assert "serving on" in log.read_text(), "the bot wrote its log: into its own file"
 
 
 def test_a_log_dir_that_is_a_symlink_or_not_ours_is_refused(
