@@ -26,7 +26,7 @@ import trio
 from grpc_health.v1 import health_pb2
 
 from arena.bots import BUILTIN_BOTS
-from arena.files import safe_name
+from arena.files import FolderError, open_new_file, private_dir, safe_name
 from arena.sandbox import (
     Cgroup,
     Confinement,
@@ -232,16 +232,23 @@ class BotProcess:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
         args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # a new file in a folder of ours: a planted symlink is never followed
+            private_dir(self.log_path.parent)
+            log_fd = open_new_file(self.log_path)
+        except (FolderError, OSError) as e:
+            self._cleanup()
+            why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
+            raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
         try:
             self._proc = subprocess.Popen(
                 args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, start_new_session=True)
         except OSError as e:
+            os.close(log_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
-        _drain_to_log(self._proc, self.log_path)
+        _drain_to_log(self._proc, log_fd)
         self._deadline = time.monotonic() + self.startup_s
 
     async def ready(self) -> grpc.Channel:
@@ -479,15 +486,16 @@ def sweep_stale_socket_dirs() -> None:
             pass
 
 
-def _drain_to_log(proc: subprocess.Popen[bytes], path: Path) -> None:
-    """Copy the process's stderr to ``path`` on a daemon thread, up to the cap."""
+def _drain_to_log(proc: subprocess.Popen[bytes], log_fd: int) -> None:
+    """Copy the process's stderr to the open file ``log_fd`` (closed at the end) on a
+    daemon thread, up to the cap."""
     import threading
 
     stream = cast(io.BufferedReader, proc.stderr)
 
     def pump() -> None:
         written = 0
-        with open(path, "ab", buffering=0) as log:
+        with open(log_fd, "ab", buffering=0) as log:
             while True:
                 try:
                     chunk = stream.read1(65536)

@@ -16,11 +16,10 @@ by hand, so the view the bot receives is one a real game produces.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from rich.text import Text
 
 from arena.botproc import BotSpec, BotSpecError
 from arena.bots import make_bot
+from arena.files import FolderError, private_dir, temp_dir
 from arena.names import clean
 from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
 from arena.record import RecordError, verify_record
@@ -621,12 +621,15 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
         return _usage("--move-ms must be positive")
     if args.games < 0:
         return _usage("--games must be 0 or more")
-    log_dir = args.log_dir or (Path(tempfile.gettempdir()) / "trick-arena"
-                               / f"check-bot-{os.getpid()}")
     games = [args.game] if args.game else None
     try:
         confinement = confinement_from_args(args, spec.kind == "cmd")
     except SandboxError as e:
+        return _usage(str(e))
+    try:
+        log_dir = (private_dir(args.log_dir) if args.log_dir
+                   else temp_dir("trick-arena-check-bot-"))
+    except FolderError as e:
         return _usage(str(e))
     try:
         report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games, log_dir,
@@ -636,6 +639,10 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"spec": args.spec, "bot": None, "ok": False, "error": str(e)}))
         return 1
+    finally:
+        if not args.log_dir:  # a temporary folder no bot wrote in (grpc:// and unix:)
+            with contextlib.suppress(OSError):
+                log_dir.rmdir()
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:

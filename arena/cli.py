@@ -7,7 +7,6 @@ import json
 import secrets
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,7 +19,7 @@ from arena.bots import BUILTIN_BOTS
 from arena.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
-from arena.files import atomic_writer
+from arena.files import FolderError, atomic_writer, private_dir, temp_dir
 from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
@@ -153,13 +152,20 @@ def cmd_play(args: argparse.Namespace) -> int:
         confinement = confinement_from_args(args, any(spec.kind == "cmd" for spec in specs))
     except SandboxError as e:
         raise UsageError(f"arena play: {e}") from None
-    log_dir = args.log_dir or Path(tempfile.gettempdir()) / "trick-arena" / f"play-{seed}"
+    try:
+        log_dir = (private_dir(args.log_dir) if args.log_dir
+                   else temp_dir(f"trick-arena-play-{seed}-"))
+    except FolderError as e:
+        raise UsageError(f"arena play: {e}") from None
     try:
         report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
                           args.startup_ms / 1000, confinement)
     except HandshakeError as e:
         print(f"arena play: {clean(str(e))}", file=sys.stderr)
         return 1
+    finally:
+        if not args.log_dir:
+            _remove_if_empty(log_dir)
     record = report.record
     if args.record:
         _write_json(args.record, record)
@@ -190,6 +196,14 @@ async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: 
     if report.faults and logs:
         printer.console.print(f"bot logs: {log_dir}")
     return report
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove a temporary log folder that no bot wrote in."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -9,6 +9,7 @@ share one connection. :class:`LocalPlayer` seats a built-in bot.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -331,16 +332,29 @@ class BotConnection:
 _log_numbers: dict[tuple[Path, str], int] = {}
 
 
-def next_log_path(log_dir: Path, name: str) -> Path:
-    """A log file per process: ``NAME.log``, then ``NAME.2.log``, ``NAME.3.log``, ...; a
-    name that is not a safe file name gets a short digest, so two bots never share one."""
+def log_stem(name: str) -> str:
+    """The stem of a bot's log files: its name, or, when that is not a safe file name, the
+    safe name with a short digest, so two bots never share one."""
     stem = safe_name(name)
     if stem != name:
         stem += "-" + hashlib.sha256(name.encode()).hexdigest()[:6]
+    return stem
+
+
+def next_log_path(log_dir: Path, name: str) -> Path:
+    """A new log file per process: ``NAME.log``, then ``NAME.2.log``, ``NAME.3.log``, ...
+    (see :func:`log_stem`); a name already in the folder (an earlier run's log, or
+    anything else) is skipped, so no file is ever written twice."""
+    stem = log_stem(name)
     key = (log_dir, stem)
-    number = _log_numbers.get(key, 0) + 1
+    number = _log_numbers.get(key, 0)
+    while True:
+        number += 1
+        path = log_dir / (f"{stem}.log" if number == 1 else f"{stem}.{number}.log")
+        if not os.path.lexists(path):
+            break
     _log_numbers[key] = number
-    return log_dir / (f"{stem}.log" if number == 1 else f"{stem}.{number}.log")
+    return path
 
 
 class UnreachablePlayer:

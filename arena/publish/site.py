@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ from urllib.parse import quote
 
 from arena import __version__
 from arena.faults import FAULT_KINDS
+from arena.files import MARKER, read_marker, write_marker
 from arena.leaderboard import (
     DEFAULT_ISOLATION,
     ISOLATION_MODES,
@@ -54,7 +56,14 @@ from arena.tournament.store import Store, StoredGame
 
 ASSETS = ("site.css", "site.js", "replay.js", "favicon.svg")
 SITE_MARKER = Path("data") / "leaderboard.json"
-"""A folder holding this file is taken for an earlier publish, which may be replaced."""
+"""A folder holding this file (and only site files) is taken for an earlier publish made
+before sites were marked (:data:`arena.files.MARKER`), which may be replaced."""
+_SITE_FILE = re.compile(
+    r"(index|games|tournament)\.html|" + re.escape(MARKER) + r"|(games|bots)/[^/]+\.html"
+    r"|data/(leaderboard\.json|games\.jsonl)|assets/("
+    + "|".join(re.escape(name) for name in ASSETS) + ")")
+"""The files of a site (paths relative to it): what a publish may replace."""
+_SITE_DIRS = ("games", "bots", "data", "assets")
 PROVISIONAL_TITLE = ("provisional: fewer than 20 games, or a 95% interval wider than "
                      "±100 Elo")
 UNSANDBOXED_TITLE = f"no sandbox: {UNSANDBOXED_NOTE}"
@@ -131,6 +140,7 @@ def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
             lb = build_leaderboard(site.tap(store.iter_games()), meta, registered,
                                    resamples=resamples)
         site.finish(lb, registered)
+        write_marker(staging, "site")
         os.chmod(staging, 0o755)  # mkdtemp makes the folder private; a site is public
         size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
         _swap(staging, out)
@@ -147,9 +157,31 @@ def _check_target(folder: Path, out: Path) -> None:
     if out.exists():
         if not out.is_dir():
             raise PublishError(f"{out}: exists and is not a folder")
-        if any(out.iterdir()) and not (out / SITE_MARKER).is_file():
-            raise PublishError(f"{out}: exists and is not an earlier trick-arena site; "
-                               "choose an empty or new folder")
+        why = _not_a_site(out)
+        if why is not None:
+            raise PublishError(f"{out}: exists and is not an earlier trick-arena site "
+                               f"({why}); choose an empty or new folder")
+
+
+def _not_a_site(out: Path) -> str | None:
+    """Why the folder ``out`` may not be replaced by a site (None when it may): it must
+    be empty, or be marked as a site (or hold ``data/leaderboard.json``, from before the
+    marker) and hold nothing but site files, none of them a symlink."""
+    if not any(out.iterdir()):
+        return None
+    marker = read_marker(out)
+    if marker is not None and marker["kind"] != "site":
+        return f"a trick-arena {marker['kind']} folder"
+    if marker is None and not (out / SITE_MARKER).is_file():
+        return f"no {MARKER} file"
+    for root, dirs, files in os.walk(out):
+        for name in sorted(dirs) + sorted(files):
+            path = Path(root, name)
+            rel = path.relative_to(out).as_posix()
+            if path.is_symlink() or not (rel in _SITE_DIRS if name in dirs
+                                         else _SITE_FILE.fullmatch(rel)):
+                return f"{rel} is not a site file"
+    return None
 
 
 def _swap(staging: Path, out: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +20,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from arena.files import MARKER, FolderError, claim_folder
 from arena.leaderboard import (
+    FILES,
     build_leaderboard,
     print_table,
     render_csv,
@@ -53,12 +55,24 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: {why}",
                   file=sys.stderr)
             return 2
-    if args.fresh and Store.exists(config.output):
-        for suffix in ("", "-wal", "-shm"):
-            path = config.output / f"tournament.sqlite{suffix}"
-            if path.exists():
-                path.unlink()
-        shutil.rmtree(config.output / "logs", ignore_errors=True)
+    try:
+        claim_folder(config.output, "tournament",
+                     f"choose another output in {config.path} or --out", Store.is_store)
+    except FolderError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    if args.fresh:
+        try:
+            left = remove_made_files(config.output)
+        except OSError as e:
+            print(f"{config.output}: --fresh cannot remove {e.filename}: {e.strerror}",
+                  file=sys.stderr)
+            return 2
+        if left:
+            names = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5
+                                           else "")
+            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
+                      f"{config.output}: {names}", soft_wrap=True, markup=False)
     try:
         store = Store.open(config.output)
         # the store holds the seed: readable by its owner only (and never in a sandbox)
@@ -132,6 +146,38 @@ def run_command(args: argparse.Namespace) -> int:
                   f"{summary.faults} faults; {summary.done_before + summary.played} of "
                   f"{summary.total} games done")
         return leaderboard_command(store, config.output, "table", args.resamples)
+
+
+_MADE = re.compile(r"(tournament\.sqlite(-wal|-shm)?|games\.jsonl"
+                   r"|\.(leaderboard\.(md|csv|json)|games\.jsonl)\..+\.tmp)")
+"""The files of an output folder the arena makes, besides the leaderboard's and logs."""
+_LOG = re.compile(r"[A-Za-z0-9._-]+\.log")
+"""A bot log's name (see :func:`arena.players.next_log_path`)."""
+
+
+def remove_made_files(folder: Path) -> list[str]:
+    """Remove what the arena made in ``folder`` (for ``--fresh``): the store, the
+    leaderboard files, ``games.jsonl``, the bot logs (and ``logs`` once empty). Other
+    files and symlinks are left; their names (relative to ``folder``), sorted."""
+    left: list[str] = []
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
+        if entry.is_symlink():
+            if name != MARKER:
+                left.append(name)
+        elif name == "logs" and entry.is_dir():
+            for log in sorted(entry.iterdir()):
+                if _LOG.fullmatch(log.name) and log.is_file() and not log.is_symlink():
+                    log.unlink()
+                else:
+                    left.append(f"logs/{log.name}")
+            if not any(entry.iterdir()):
+                entry.rmdir()
+        elif entry.is_file() and (name in FILES or _MADE.fullmatch(name)):
+            entry.unlink()
+        elif name != MARKER:
+            left.append(name)
+    return left
 
 
 def _print_confinement(config: TournamentConfig, err: Console) -> None:

@@ -197,6 +197,24 @@ class Store:
     def exists(cls, folder: Path) -> bool:
         return (folder / STORE_NAME).exists()
 
+    @classmethod
+    def is_store(cls, folder: Path) -> bool:
+        """Whether ``folder`` holds a store of ours (a SQLite file with our schema version),
+        looked at read-only: a folder made before the arena marked its folders."""
+        path = folder / STORE_NAME
+        if not path.is_file() or path.is_symlink():
+            return False
+        try:
+            db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
+            try:
+                row = db.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return False
+        return row is not None
+
     def close(self) -> None:
         self.db.close()
 
