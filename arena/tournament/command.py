@@ -45,6 +45,11 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     for name, reason in config.skipped:
         err.print(f"note: bot {name} left out: {reason}")
+    for bot in config.bots:
+        if bot.spec.plain_remote:
+            err.print(f"warning: bot {bot.name}: {bot.spec} without TLS (insecure = true): "
+                      f"its moves and token travel unencrypted; marked insecure on the "
+                      f"leaderboard", markup=False)
     confined = [b for b in config.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
     if confined:
         why = sandbox_works()
