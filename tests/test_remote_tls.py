@@ -333,3 +333,49 @@ def test_bad_remote_keys_are_one_line_errors(certs: Certs, tmp_path: Path, spec:
     with pytest.raises(ConfigError) as e:
         load_config(path)
     assert str(e.value) == f"{path}: {error.format(**names)}"
+
+
+# -- the Node.js sample bot serves TLS and checks the token the same way ------------------
+
+NODE = shutil.which("node")
+NODE_DIR = REPO / "sample_bots" / "node"
+
+
+@pytest.mark.skipif(NODE is None or not (NODE_DIR / "node_modules").is_dir(),
+                    reason="needs node and `npm ci` in sample_bots/node")
+def test_the_node_sample_serves_tls_and_checks_the_token(certs: Certs, tmp_path: Path) -> None:
+    assert NODE is not None
+    log = tmp_path / "node.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [NODE, str(NODE_DIR / "bot.js"), "--listen", "127.0.0.1:0"],
+            env=clean_env(ARENA_BOT_TOKEN=TOKEN, ARENA_BOT_TLS_CERT=str(certs.cert),
+                          ARENA_BOT_TLS_KEY=str(certs.key)),
+            stdout=subprocess.DEVNULL, stderr=out)
+    try:
+        deadline = time.monotonic() + 30
+        port = 0
+        while not port:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the bot did not serve in 30 s"
+            for line in log.read_text().splitlines():
+                if "with TLS, token required" in line:
+                    port = int(line.split("(port ")[1].split(")")[0])
+            time.sleep(0.05)
+        spec = f"grpcs://127.0.0.1:{port}"
+        done = play(spec, "--tls-ca", certs.ca, "--token", TOKEN)
+        assert done.returncode == 0, done.stderr
+        assert "0:node-sample" in done.stdout
+        refused = play(spec, "--tls-ca", certs.ca, "--token", "wrong")
+        assert refused.returncode == 1
+        assert refused.stderr.splitlines() == [
+            f"arena play: bot seat0 ({spec}): refused our token: UNAUTHENTICATED missing or "
+            "wrong bearer token"]
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
