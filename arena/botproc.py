@@ -11,7 +11,6 @@ whether plain ``grpc://`` beyond this machine is allowed) is its :class:`Remote`
 from __future__ import annotations
 
 import argparse
-import hmac
 import io
 import ipaddress
 import os
@@ -144,8 +143,9 @@ class BotSpec:
 
     @property
     def plain_remote(self) -> bool:
-        """A ``grpc://`` bot beyond this machine, allowed by ``insecure``: its moves (and
-        token) travel unencrypted; printed, and marked on the leaderboard."""
+        """A ``grpc://`` bot at an address that is not loopback (allowed only with
+        ``insecure``): its moves and token travel unencrypted; printed, and marked on the
+        leaderboard."""
         return self.kind == "grpc" and not is_loopback(self.host)
 
     def transport_problem(self, allow: str = "insecure = true") -> str | None:
@@ -283,11 +283,6 @@ class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInter
     def intercept_unary_stream(self, continuation: Any, details: grpc.ClientCallDetails,
                                request: Any) -> Any:
         return continuation(self._with_token(details), request)
-
-
-def token_matches(given: str, token: str) -> bool:
-    """Whether an ``authorization`` value is ``Bearer <token>`` (in constant time)."""
-    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
 def tls_failure(details: str) -> str | None:

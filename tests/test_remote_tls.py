@@ -379,3 +379,14 @@ def test_the_node_sample_serves_tls_and_checks_the_token(certs: Certs, tmp_path:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_bot_the_arena_starts_does_not_inherit_the_token(tmp_path: Path) -> None:
+    # an author with ARENA_BOT_TOKEN exported for their own bot also plays cmd: bots; the
+    # SDK bot would refuse the arena (which sends no token to a cmd: bot) if it inherited it
+    bot = f"cmd:python {REPO / 'sample_bots' / 'python' / 'random_bot.py'}"
+    done = play(bot, "--no-sandbox", "--log-dir", tmp_path, ARENA_BOT_TOKEN=TOKEN,
+                ARENA_BOT_TLS_CERT=str(tmp_path / "none.pem"),
+                ARENA_BOT_TLS_KEY=str(tmp_path / "none.key"))
+    assert done.returncode == 0, done.stderr
+    assert "0:random-py" in done.stdout
