@@ -3,12 +3,16 @@
 A spec is a built-in name (``random``, ``heuristic``), ``cmd:<command line>`` (a child
 process the arena starts in its own process group, listening on a fresh unix socket in a
 private temporary directory, named in ``ARENA_BOT_LISTEN``), or ``grpc://host:port`` /
-``unix:PATH`` (a bot already running, never started or stopped by the arena).
+``grpcs://host:port`` (TLS) / ``unix:PATH`` (a bot already running, never started or
+stopped by the arena). How a remote bot is reached (its CA, server name, bearer token,
+whether plain ``grpc://`` beyond this machine is allowed) is its :class:`Remote`.
 """
 
 from __future__ import annotations
 
+import argparse
 import io
+import ipaddress
 import os
 import shlex
 import shutil
@@ -17,9 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import grpc
 import trio
@@ -38,7 +42,7 @@ from arena.sandbox import (
     spawn_wrapper,
     sweep_stale_cgroups,
 )
-from arena.trio_grpc import rpc_code, unary_call
+from arena.trio_grpc import rpc_code, rpc_details, unary_call
 
 MAX_MESSAGE_BYTES = 256 * 1024
 """The largest message the referee accepts from a bot (and sends): far above any real one."""
@@ -62,12 +66,35 @@ class BotStartError(RuntimeError):
     """Raised when a bot cannot be started or reached; the message names the bot."""
 
 
+TOKEN_VARIABLE = "ARENA_BOT_TOKEN"
+"""The bearer token, for ``arena play``/``check-bot`` and for a bot served by the SDK."""
+_BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
+"""Variables of the arena's environment a bot it starts does not inherit: that bot serves
+on a private unix socket, without TLS or a token."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """How the arena reaches a bot over TCP (``grpc://``, ``grpcs://``)."""
+
+    tls_ca: bytes | None = field(default=None, repr=False)
+    """PEM certificates trusted for a ``grpcs://`` bot (None: the system's roots)."""
+    server_name: str = ""
+    """The name its certificate must carry, when not the host of the spec."""
+    token: str = field(default="", repr=False)
+    """Sent on every call as ``authorization: Bearer <token>`` ("" : none)."""
+    insecure: bool = False
+    """Plain ``grpc://`` to an address that is not this machine's loopback is allowed."""
+
+
 @dataclass(frozen=True, slots=True)
 class BotSpec:
-    """How to reach a bot. ``kind`` is ``builtin``, ``cmd``, ``grpc`` or ``unix``."""
+    """How to reach a bot. ``kind`` is ``builtin``, ``cmd``, ``grpc``, ``grpcs`` or
+    ``unix``; ``remote`` says how a ``grpc``/``grpcs`` bot is reached."""
 
     kind: str
     value: str
+    remote: Remote = field(default_factory=Remote)
 
     @classmethod
     def parse(cls, text: str) -> BotSpec:
@@ -83,31 +110,114 @@ class BotSpec:
             if not args:
                 raise BotSpecError(f"bot spec {text!r}: empty command")
             return cls("cmd", command)
-        if text.startswith("grpc://"):
-            address = text[7:]
+        if text.startswith(("grpc://", "grpcs://")):
+            scheme, _, address = text.partition("://")
             host, sep, port = address.rpartition(":")
             if not sep or not host or not port.isdigit():
-                raise BotSpecError(f"bot spec {text!r}: expected grpc://HOST:PORT")
-            return cls("grpc", address)
+                raise BotSpecError(f"bot spec {text!r}: expected {scheme}://HOST:PORT")
+            return cls(scheme, address)
         if text.startswith("unix:"):
             if not text[5:]:
                 raise BotSpecError(f"bot spec {text!r}: expected unix:PATH")
             return cls("unix", text[5:])
         raise BotSpecError(
             f"unknown bot {text!r}; allowed: {', '.join(BUILTIN_BOTS)}, cmd:COMMAND, "
-            "grpc://HOST:PORT or unix:PATH")
+            "grpc://HOST:PORT, grpcs://HOST:PORT or unix:PATH")
 
     def __str__(self) -> str:
         if self.kind == "builtin":
             return self.value
-        if self.kind == "grpc":
-            return f"grpc://{self.value}"
+        if self.kind in ("grpc", "grpcs"):
+            return f"{self.kind}://{self.value}"
         return f"{self.kind}:{self.value}"
 
     @property
     def target(self) -> str:
         """The gRPC target of an already running bot."""
-        return self.value if self.kind == "grpc" else f"unix:{self.value}"
+        return self.value if self.kind in ("grpc", "grpcs") else f"unix:{self.value}"
+
+    @property
+    def host(self) -> str:
+        """The host of a ``grpc``/``grpcs`` spec (IPv6 without its brackets)."""
+        return self.value.rpartition(":")[0].strip("[]")
+
+    @property
+    def plain_remote(self) -> bool:
+        """A ``grpc://`` bot at an address that is not loopback (allowed only with
+        ``insecure``): its moves and token travel unencrypted; printed, and marked on the
+        leaderboard."""
+        return self.kind == "grpc" and not is_loopback(self.host)
+
+    def transport_problem(self, allow: str = "insecure = true") -> str | None:
+        """Why the arena refuses to reach this bot as it is (plain ``grpc://`` to an
+        address that is not loopback, without ``insecure``), or None; ``allow`` names the
+        setting that would allow it."""
+        if self.plain_remote and not self.remote.insecure:
+            return (f"{self} is not a loopback address, and plain grpc:// has no TLS and "
+                    f"no authentication; use grpcs:// or allow it with {allow}")
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP literal (127.0.0.0/8, ::1). Other names are not
+    looked up: what a name resolves to may change between the check and the connection."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def add_remote_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tls-ca``, ``--tls-server-name``, ``--token``, ``--insecure``: how the
+    ``grpc://``/``grpcs://`` bots of ``arena play`` and ``arena check-bot`` are reached."""
+    group = parser.add_argument_group("bots already running (grpc://, grpcs://)")
+    group.add_argument("--tls-ca", type=Path, metavar="PEM",
+                       help="for grpcs:// bots: trust this CA certificate, or the bot's "
+                       "self-signed one (default: the system's CAs)")
+    group.add_argument("--tls-server-name", metavar="NAME",
+                       help="for grpcs:// bots: the name their certificate must carry "
+                       "(default: the host of the spec)")
+    group.add_argument("--token", default=os.environ.get(TOKEN_VARIABLE),
+                       help="send 'authorization: Bearer TOKEN' to grpc:// and grpcs:// "
+                       f"bots (default: ${TOKEN_VARIABLE}, which keeps it off the command "
+                       "line)")
+    group.add_argument("--insecure", action="store_true",
+                       help="allow plain grpc:// to an address that is not loopback "
+                       "(no TLS, no authentication)")
+
+
+def remote_from_args(specs: list[BotSpec], args: argparse.Namespace) -> list[BotSpec]:
+    """``specs`` with the remote flags applied to their ``grpc``/``grpcs`` bots;
+    :class:`BotSpecError` (one line) for a flag that cannot apply or a refused address."""
+    tls = [s for s in specs if s.kind == "grpcs"]
+    for flag in ("tls_ca", "tls_server_name"):
+        if getattr(args, flag) and not tls:
+            raise BotSpecError(f"--{flag.replace('_', '-')}: only for grpcs:// bots")
+    ca = None
+    if args.tls_ca is not None:
+        try:
+            ca = args.tls_ca.read_bytes()
+        except OSError as e:
+            raise BotSpecError(f"--tls-ca: cannot read {args.tls_ca}: {e.strerror}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in ca:
+            raise BotSpecError(f"--tls-ca: {args.tls_ca} holds no PEM certificate")
+    token = args.token or ""
+    if token and not all("!" <= c <= "~" for c in token):
+        raise BotSpecError("--token: a token is printable ASCII without spaces")
+    out: list[BotSpec] = []
+    for spec in specs:
+        if spec.kind in ("grpc", "grpcs"):
+            spec = BotSpec(spec.kind, spec.value, Remote(
+                tls_ca=ca if spec.kind == "grpcs" else None,
+                server_name=(args.tls_server_name or "") if spec.kind == "grpcs" else "",
+                token=token, insecure=args.insecure))
+            problem = spec.transport_problem("--insecure")
+            if problem is not None:
+                raise BotSpecError(problem)
+        out.append(spec)
+    return out
 
 
 def command_args(command: str) -> list[str]:
@@ -122,6 +232,72 @@ def command_args(command: str) -> list[str]:
 def new_channel(target: str) -> grpc.Channel:
     """A channel to a bot with the referee's limits (message size, no retries)."""
     return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+
+
+def remote_channel(spec: BotSpec, name: str) -> grpc.Channel:
+    """A channel to a bot already running: TLS for ``grpcs://`` (checked against its
+    ``tls_ca``), and its bearer token on every call. :class:`BotStartError` for a plain
+    ``grpc://`` address beyond loopback that is not allowed."""
+    problem = spec.transport_problem()
+    if problem is not None:
+        raise BotStartError(f"bot {name}: {problem}")
+    remote = spec.remote
+    if spec.kind == "grpcs":
+        options: list[tuple[str, str | int]] = list(CHANNEL_OPTIONS)
+        if remote.server_name:
+            options.append(("grpc.ssl_target_name_override", remote.server_name))
+        channel = grpc.secure_channel(
+            spec.target, grpc.ssl_channel_credentials(root_certificates=remote.tls_ca),
+            options=options)
+    else:
+        channel = new_channel(spec.target)
+    if remote.token:
+        channel = grpc.intercept_channel(channel, _BearerToken(remote.token))
+    return channel
+
+
+class _Details(grpc.ClientCallDetails):
+    def __init__(self, base: grpc.ClientCallDetails,
+                 metadata: tuple[tuple[str, str | bytes], ...]) -> None:
+        self.method = base.method
+        self.timeout = base.timeout
+        self.metadata = metadata
+        self.credentials = base.credentials
+        self.wait_for_ready = base.wait_for_ready
+        self.compression = base.compression
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to every call."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        return _Details(details, (*(details.metadata or ()), self._header))
+
+    def intercept_unary_unary(self, continuation: Any, details: grpc.ClientCallDetails,
+                              request: Any) -> Any:
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: grpc.ClientCallDetails,
+                               request: Any) -> Any:
+        return continuation(self._with_token(details), request)
+
+
+def tls_failure(details: str) -> str | None:
+    """What a failed TLS connection says is wrong (from a call's status details), or
+    None when the failure was not the TLS hand-shake."""
+    if "CERTIFICATE_VERIFY_FAILED" in details:
+        why = details.rpartition("CERTIFICATE_VERIFY_FAILED:")[2].strip(" :")
+        why = why.removesuffix(": OK").strip() or "not trusted"
+        return (f"TLS: its certificate is not signed by a CA we trust (its tls_ca, else the "
+                f"system's): {why}")
+    if "Hostname Verification" in details:
+        return "TLS: its certificate does not name the host we dialled (set tls_server_name?)"
+    if "handshake failed" in details.lower():
+        return "TLS: hand-shake failed: " + details.rpartition("last error:")[2].strip()[:150]
+    return None
 
 
 async def wait_serving(channel: grpc.Channel, deadline: float, name: str,
@@ -143,6 +319,9 @@ async def wait_serving(channel: grpc.Channel, deadline: float, name: str,
             reply = await unary_call(check, health_pb2.HealthCheckRequest(service=""),
                                      timeout=min(left, 1.0))
         except grpc.RpcError as e:
+            tls = tls_failure(rpc_details(e)) if process is None else None
+            if tls is not None:  # a certificate does not fix itself: no use waiting
+                raise BotStartError(f"bot {name}: {tls}") from None
             last = f"health check: {rpc_code(e)}"
         else:
             if reply.status == health_pb2.HealthCheckResponse.SERVING:
@@ -225,7 +404,8 @@ class BotProcess:
                 args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide)
                 env = {}
             else:
-                env = {**os.environ, **env}
+                env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
+                       **env}
             if mechanism.cgroups:
                 self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
         except SandboxError as e:

@@ -31,7 +31,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from arena.botproc import BotSpec, BotSpecError
+from arena.botproc import BotSpec, BotSpecError, add_remote_flags, remote_from_args
 from arena.bots import make_bot
 from arena.files import FolderError, private_dir, temp_dir
 from arena.names import clean
@@ -588,7 +588,8 @@ def add_parser(subparsers: Any) -> None:
                     "scripted situations of every game it plays, and let it play complete "
                     "games against the built-in bots. Exit code 1 if any check fails.")
     p.add_argument("spec", metavar="SPEC",
-                   help="the bot: cmd:COMMAND, grpc://HOST:PORT or unix:PATH")
+                   help="the bot: cmd:COMMAND, grpc://HOST:PORT, grpcs://HOST:PORT or "
+                   "unix:PATH")
     p.add_argument("--game", choices=list(GAMES),
                    help="check only this game (default: every game the bot claims)")
     p.add_argument("--move-ms", type=int, default=1000, metavar="MS",
@@ -599,6 +600,7 @@ def add_parser(subparsers: Any) -> None:
                    help="where the bot's stderr goes (default: a temporary folder)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_sandbox_flags(p)
+    add_remote_flags(p)
 
 
 def _usage(message: str) -> int:
@@ -609,12 +611,15 @@ def _usage(message: str) -> int:
 def cmd_check_bot(args: argparse.Namespace) -> int:
     """Run ``arena check-bot``: 0 when every check passes, 1 if any fails, 2 for bad usage."""
     try:
-        spec = BotSpec.parse(args.spec)
+        (spec,) = remote_from_args([BotSpec.parse(args.spec)], args)
     except BotSpecError as e:
         return _usage(str(e))
     if spec.kind == "builtin":
-        return _usage(f"{args.spec!r} is a built-in bot; give cmd:COMMAND, grpc://HOST:PORT "
-                      "or unix:PATH")
+        return _usage(f"{args.spec!r} is a built-in bot; give cmd:COMMAND, grpc://HOST:PORT, "
+                      "grpcs://HOST:PORT or unix:PATH")
+    if spec.plain_remote:
+        print(f"{PROG}: warning: {spec} without TLS (--insecure): its moves and token "
+              f"travel unencrypted", file=sys.stderr)
     if args.game is not None and args.game not in GAMES:
         return _usage(f"unknown game {args.game!r}; allowed: {', '.join(GAMES)}")
     if args.move_ms < 1:

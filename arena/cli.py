@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import trio
 
 from arena import __version__
-from arena.botproc import BotSpec, BotSpecError
+from arena.botproc import BotSpec, BotSpecError, add_remote_flags, remote_from_args
 from arena.bots import BUILTIN_BOTS
 from arena.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
 from arena.checkbot import add_parser as add_check_bot_parser
@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="a game option, e.g. hook_rule=true, trump=H (repeatable)")
     play.add_argument("--seed", type=int, help="the deal seed (default: random, printed)")
     play.add_argument("--bots", help="comma-separated bot spec per seat: "
-                      f"{', '.join(BUILTIN_BOTS)}, cmd:COMMAND, grpc://HOST:PORT or unix:PATH "
+                      f"{', '.join(BUILTIN_BOTS)}, cmd:COMMAND, grpc://HOST:PORT, "
+                      "grpcs://HOST:PORT or unix:PATH "
                       "(default: heuristic and random alternating)")
     play.add_argument("--record", type=Path, metavar="FILE", help="write the game record here")
     play.add_argument("--quiet", action="store_true", help="print only the final standings")
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--log-dir", type=Path, metavar="DIR",
                       help="where bot processes' stderr goes (default: a temporary folder)")
     add_sandbox_flags(play)
+    add_remote_flags(play)
 
     tour = sub.add_parser("tournament", help="run (or resume) a tournament from a file")
     tour.add_argument("file", type=Path, metavar="FILE", help="a tournament file (TOML)")
@@ -116,7 +118,7 @@ def split_bots(text: str) -> list[str]:
     out: list[str] = []
     for part in text.split(","):
         known = part.strip() in BUILTIN_BOTS or part.strip().startswith(
-            ("cmd:", "grpc://", "unix:"))
+            ("cmd:", "grpc://", "grpcs://", "unix:"))
         if out and not known and out[-1].startswith("cmd:"):
             out[-1] += "," + part
         else:
@@ -138,9 +140,13 @@ def cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"arena play: {len(names)} bots for {n} players; "
                          f"give --bots with exactly {n} names")
     try:
-        specs = [BotSpec.parse(name) for name in names]
+        specs = remote_from_args([BotSpec.parse(name) for name in names], args)
     except BotSpecError as e:
         raise UsageError(f"arena play: {e}") from None
+    for spec in specs:
+        if spec.plain_remote:
+            print(f"warning: {spec} without TLS (--insecure): its moves and token travel "
+                  f"unencrypted", file=sys.stderr)
     # a remote bot's seat takes the name it gives in the hand-shake
     seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat} ({spec})", spec)
              for seat, spec in enumerate(specs)]

@@ -52,9 +52,14 @@ UNSANDBOXED = "(no sandbox)"
 """The mark after the name of a bot that ran without the sandbox (untrusted mode off)."""
 UNSANDBOXED_NOTE = ("the arena did not confine the bot in its sandbox (untrusted mode off, "
                     "or a bot served from elsewhere)")
+INSECURE = "(insecure)"
+"""The mark after the name of a bot reached by plain grpc:// beyond loopback."""
+INSECURE_NOTE = ("reached by plain grpc:// over the network (insecure = true): no TLS and no "
+                 "authentication, so its moves could have been read or changed on the way")
 
 CSV_COLUMNS = (
-    "rank", "name", "version", "sandboxed", "elo", "elo_low", "elo_high", "p_above_next",
+    "rank", "name", "version", "sandboxed", "insecure", "elo", "elo_low", "elo_high",
+    "p_above_next",
     "elo_incremental", "games", "mean_score", "mean_score_se", "mean_place", "wins",
     "shared_wins", *(f"faults_{k}" for k in FAULT_KINDS), "forfeits", "latency_p50_ms",
     "latency_p95_ms", "latency_max_ms", "cpu_p50_ms", "cpu_p95_ms", "cpu_max_ms",
@@ -171,6 +176,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
     unsandboxed = {str(b.get("name")) for b in bots
                    if b.get("sandboxed") is not None and not b.get("sandboxed")}
+    insecure = {str(b.get("name")) for b in bots if b.get("insecure")}
     wizard = game_name == "wizard"
 
     entries: list[dict[str, Any]] = []
@@ -184,6 +190,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
             "name": name,
             "version": versions.get(name),
             "sandboxed": name not in unsandboxed,
+            "insecure": name in insecure,
             "elo": _r(rating.elo, 1),
             "elo_low": _r(rating.low, 1),
             "elo_high": _r(rating.high, 1),
@@ -398,9 +405,11 @@ def isolation_line(lb: Mapping[str, Any]) -> str | None:
 
 
 def _bot_name(b: Mapping[str, Any]) -> str:
-    """The bot's name with its marks: ``?`` if provisional, then ``(no sandbox)``."""
+    """The bot's name with its marks: ``?`` if provisional, then ``(no sandbox)``, then
+    ``(insecure)``."""
     return (str(b["name"]) + ("?" if b["provisional"] else "")
-            + ("" if b.get("sandboxed", True) else f" {UNSANDBOXED}"))
+            + ("" if b.get("sandboxed", True) else f" {UNSANDBOXED}")
+            + (f" {INSECURE}" if b.get("insecure") else ""))
 
 
 def _md(text: Any) -> str:
@@ -456,6 +465,8 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
                   f"interval wider than ±{PROVISIONAL_HALF_WIDTH:.0f}."]
     if not all(b.get("sandboxed", True) for b in bots):
         lines += ["", f"{UNSANDBOXED}: {UNSANDBOXED_NOTE}."]
+    if any(b.get("insecure") for b in bots):
+        lines += ["", f"{INSECURE}: {INSECURE_NOTE}."]
     lines += ["", f"Elo: Bradley-Terry fit of the pairwise results, {level}% interval "
               "from a bootstrap over duplicate sets; P(> next): the share of resamples in "
               "which the bot rates above the next one; Classic Elo: incremental, in "
@@ -490,6 +501,7 @@ def csv_row(entry: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(row.get(key), str):
             row[key] = for_csv(row[key])
     row["sandboxed"] = "true" if entry.get("sandboxed", True) else "false"
+    row["insecure"] = "true" if entry.get("insecure") else "false"
     row["provisional"] = "true" if entry["provisional"] else "false"
     return {k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS}
 
@@ -555,7 +567,9 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
                   caption=f"Elo ± half its {level}% interval; ? provisional; "
                   "faults (forfeits)"
                   + (f"; {UNSANDBOXED} untrusted mode off"
-                     if not all(b.get("sandboxed", True) for b in lb["bots"]) else ""))
+                     if not all(b.get("sandboxed", True) for b in lb["bots"]) else "")
+                  + (f"; {INSECURE} plain grpc:// over the network"
+                     if any(b.get("insecure") for b in lb["bots"]) else ""))
     for header in columns:
         bot = header == "Bot"
         table.add_column(header, justify="left" if bot else "right", no_wrap=not bot,

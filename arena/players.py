@@ -22,7 +22,7 @@ import trio
 from grpc_health.v1 import health_pb2
 
 from arena import __version__
-from arena.botproc import BotProcess, BotSpec, BotStartError, new_channel, wait_serving
+from arena.botproc import BotProcess, BotSpec, BotStartError, remote_channel, wait_serving
 from arena.bots import Bot, make_bot
 from arena.files import safe_name
 from arena.referee import Fault, Player
@@ -164,6 +164,11 @@ class BotConnection:
                                      timeout=HELLO_TIMEOUT_S)
             info = bot_info_from_response(reply)
         except grpc.RpcError as e:
+            if rpc_code(e) == grpc.StatusCode.UNAUTHENTICATED:
+                token = "our token" if self.spec.remote.token else "us (we sent no token)"
+                detail = rpc_details(e)
+                raise HandshakeError(f"bot {self.name}: refused {token}: UNAUTHENTICATED"
+                                     + (f" {detail}" if detail else "")) from None
             raise HandshakeError(f"bot {self.name}: hand-shake failed: "
                                  f"{_code_name(e)} {rpc_details(e)}".rstrip()) from None
         except WireError as e:
@@ -192,7 +197,7 @@ class BotConnection:
             self._process.pin(self._core)
             self._channel = await self._process.ready()
         else:
-            channel = new_channel(self.spec.target)
+            channel = remote_channel(self.spec, self.name)
             try:
                 await wait_serving(channel, time.monotonic() + self._startup_s, self.name)
             except BaseException:

@@ -19,18 +19,22 @@
 Every method gets a :class:`~arena.rules.View` (domain types, no protobuf): the seat's
 hand, the public history and ``view.legal``, the actions allowed. Cards are ints (see
 ``arena.rules.cards``: ``card_symbol``, ``suit_of``, ``rank_of``). The arena starts the
-bot with ``ARENA_BOT_LISTEN`` set; by hand, pass ``--listen 127.0.0.1:50051``.
+bot with ``ARENA_BOT_LISTEN`` set; by hand, pass ``--listen 127.0.0.1:50051``. A bot
+served to other machines takes ``--tls-cert``/``--tls-key`` (TLS) and ``--token`` (every
+call but the health check must carry ``authorization: Bearer <token>``), or the variables
+``ARENA_BOT_TLS_CERT``, ``ARENA_BOT_TLS_KEY`` and ``ARENA_BOT_TOKEN``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import Any, ClassVar
 
@@ -157,6 +161,44 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
         return bot_pb2.GameEndedResponse()
 
 
+class _TokenCheck(grpc.ServerInterceptor):
+    """Answers UNAUTHENTICATED to a call without ``authorization: Bearer <token>``; the
+    health service stays open (it tells nothing about the bot but that it serves)."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if details.method.startswith(f"/{health.SERVICE_NAME}/"):
+            return continuation(details)
+        given = dict(details.invocation_metadata or ()).get("authorization", "")
+        if hmac.compare_digest(str(given).encode(), self._expected):
+            return continuation(details)
+        handler = continuation(details)
+        if handler is None:
+            return None
+        log.warning("refused a call to %s: %s bearer token", details.method,
+                    "wrong" if given else "no")
+
+        def deny(_request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+        make = {(False, False): grpc.unary_unary_rpc_method_handler,
+                (False, True): grpc.unary_stream_rpc_method_handler,
+                (True, False): grpc.stream_unary_rpc_method_handler,
+                (True, True): grpc.stream_stream_rpc_method_handler}
+        return make[handler.request_streaming, handler.response_streaming](deny)
+
+
+def _read(path: str, what: str, prog: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        print(f"{prog}: cannot read the TLS {what} {path}: {e.strerror}", file=sys.stderr)
+        sys.exit(2)
+
+
 def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None:
     """Serve ``bot`` until SIGTERM or SIGINT; the listen address comes from ``--listen``
     or ``ARENA_BOT_LISTEN`` (``unix:PATH`` or ``HOST:PORT``; port 0 picks a free one).
@@ -164,6 +206,16 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
     parser = argparse.ArgumentParser(prog=bot.name, description=f"trick-arena bot {bot.name}")
     parser.add_argument("--listen", default=os.environ.get("ARENA_BOT_LISTEN"),
                         help="unix:PATH or HOST:PORT (default: $ARENA_BOT_LISTEN)")
+    parser.add_argument("--tls-cert", default=os.environ.get("ARENA_BOT_TLS_CERT"),
+                        metavar="PEM", help="serve TLS with this certificate (chain) "
+                        "(default: $ARENA_BOT_TLS_CERT)")
+    parser.add_argument("--tls-key", default=os.environ.get("ARENA_BOT_TLS_KEY"),
+                        metavar="PEM", help="the certificate's private key "
+                        "(default: $ARENA_BOT_TLS_KEY)")
+    parser.add_argument("--token", default=os.environ.get("ARENA_BOT_TOKEN"),
+                        help="refuse calls without 'authorization: Bearer TOKEN' "
+                        "(default: $ARENA_BOT_TOKEN; prefer the variable: a command line "
+                        "is visible to other users)")
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--workers", type=int, default=workers,
                         help=f"threads answering calls (default {workers})")
@@ -174,8 +226,18 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
         print(f"{bot.name}: no listen address: set ARENA_BOT_LISTEN or pass --listen",
               file=sys.stderr)
         sys.exit(2)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print(f"{bot.name}: TLS needs both --tls-cert and --tls-key "
+              f"(or ARENA_BOT_TLS_CERT and ARENA_BOT_TLS_KEY)", file=sys.stderr)
+        sys.exit(2)
+    credentials = None
+    if args.tls_cert:
+        credentials = grpc.ssl_server_credentials(
+            [(_read(args.tls_key, "key", bot.name), _read(args.tls_cert, "certificate",
+                                                          bot.name))])
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max(1, args.workers)),
+        interceptors=[_TokenCheck(args.token)] if args.token else None,
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
     bot_pb2_grpc.add_BotServiceServicer_to_server(_Servicer(bot), server)
@@ -185,7 +247,8 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
                      health.SERVICE_NAME, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(service_names, server)
     try:
-        port = server.add_insecure_port(args.listen)
+        port = (server.add_secure_port(args.listen, credentials) if credentials is not None
+                else server.add_insecure_port(args.listen))
     except RuntimeError as e:
         print(f"{bot.name}: cannot listen on {args.listen}: {e}", file=sys.stderr)
         sys.exit(2)
@@ -193,7 +256,9 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
     for service in ("", service_names[0]):
         health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     where = args.listen if args.listen.startswith("unix:") else f"port {port}"
-    log.info("serving on %s", where)
+    guards = [g for g, on in (("TLS", credentials is not None),
+                              ("token required", bool(args.token))) if on]
+    log.info("serving%s on %s", f" ({', '.join(guards)})" if guards else "", where)
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -242,7 +242,7 @@ TOP = {"format": str, "tournament": str, "game": str, "options": dict, "seed": i
        "head_to_head": list, "elo_history": dict}
 NUMBER = (int, float)
 BOT = {"rank": int, "name": str, "version": (str, type(None)), "sandboxed": bool,
-       "elo": NUMBER,
+       "insecure": bool, "elo": NUMBER,
        "elo_low": NUMBER, "elo_high": NUMBER, "p_above_next": (*NUMBER, type(None)),
        "elo_incremental": NUMBER, "games": int, "mean_score": NUMBER,
        "mean_score_se": NUMBER, "mean_place": NUMBER, "wins": int, "shared_wins": int,
@@ -673,6 +673,33 @@ def test_unsandboxed_bots_and_shared_isolation_are_marked_in_every_format() -> N
     assert out.index(SHARED_LINE) > out.index(" 5 ")
 
 
+def test_insecure_remote_bots_are_marked_in_every_format() -> None:
+    far = "rand-b"
+    bots = [{**b, "sandboxed": b["name"] != far, "insecure": b["name"] == far} for b in BOTS]
+    lb = build_leaderboard(iter(trumps_games()), meta_for("trumps", TRUMPS, 4), bots,
+                           resamples=50)
+    assert {b["name"]: b["insecure"] for b in lb["bots"]} == {n: n == far for n in FIELD}
+    assert json.loads(render_json(lb))["bots"] == lb["bots"]
+
+    lines = render_markdown(lb).splitlines()
+    rows = [line for line in lines if line.startswith("| ") and line[2].isdigit()
+            and not line.startswith("| |")][:5]
+    for line in rows:
+        cell = line.split("|")[2].strip()
+        assert cell.endswith("(no sandbox) (insecure)") == cell.startswith(far), cell
+    assert any(line.startswith("(insecure): reached by plain grpc://") for line in lines)
+
+    rows_csv = list(csv.DictReader(io.StringIO(render_csv(lb))))
+    assert {r["name"]: r["insecure"] for r in rows_csv} == {
+        n: "true" if n == far else "false" for n in FIELD}
+
+    out = table_text(lb)
+    for b in lb["bots"]:
+        line = next(line for line in out.splitlines() if f" {b['name']}" in line)
+        assert ("(insecure)" in line) == (b["name"] == far), line
+    assert "(insecure) plain grpc:// over the network" in " ".join(out.split())
+
+
 @pytest.mark.parametrize("isolation", ["game", "deal"])
 def test_isolated_processes_and_sandboxed_bots_carry_no_warning(isolation: str) -> None:
     meta = {**meta_for("trumps", TRUMPS, 4), "isolation": isolation}
@@ -682,9 +709,12 @@ def test_isolated_processes_and_sandboxed_bots_carry_no_warning(isolation: str) 
     text = render_markdown(lb)
     assert f"isolation: {isolation}." in text.splitlines()[2]
     assert "isolation: shared" not in text and "(no sandbox)" not in text
+    assert "(insecure)" not in text and not any(b["insecure"] for b in lb["bots"])
     out = table_text(lb)
     assert "isolation: shared" not in out and "(no sandbox)" not in out
+    assert "(insecure)" not in out
     assert {r["sandboxed"] for r in csv.DictReader(io.StringIO(render_csv(lb)))} == {"true"}
+    assert {r["insecure"] for r in csv.DictReader(io.StringIO(render_csv(lb)))} == {"false"}
 
 
 def test_fault_kinds_come_from_a_module_without_trio_or_grpc() -> None:

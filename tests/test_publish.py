@@ -433,7 +433,8 @@ UNMEASURED = "random"
 """The bot whose CPU time is never measured in :func:`restore`."""
 
 
-def restore(wizard: Built, tmp: Path, isolation: str | None, trusted: set[str]) -> Built:
+def restore(wizard: Built, tmp: Path, isolation: str | None, trusted: set[str],
+            insecure: frozenset[str] = frozenset()) -> Built:
     """The Wizard tournament copied game by game into a new store through the Store API,
     with a CPU time per decision for every bot but UNMEASURED, the bots in ``trusted``
     registered as unsandboxed and the store's ``isolation`` as given (None: not said, as
@@ -448,7 +449,7 @@ def restore(wizard: Built, tmp: Path, isolation: str | None, trusted: set[str]) 
         for b in old.bots():
             new.set_bot(b["name"], b["spec"], b["version"] or "", b["author"] or "",
                         b["protocol_version"], b["games"], sandboxed=b["name"] not in trusted,
-                        isolation=isolation or "")
+                        isolation=isolation or "", insecure=b["name"] in insecure)
         for g in old.iter_games():
             sg = ScheduledGame(g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots)
             cpu = [[None if name == UNMEASURED else round(rng.uniform(0.05, 30), 3)
@@ -523,6 +524,29 @@ def test_cpu_time_and_unsandboxed_bots_are_shown(wizard: Built, tmp_path: Path) 
 
 def _ms(value: float) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+def test_insecure_bots_are_marked_on_the_site(wizard: Built, tmp_path: Path) -> None:
+    built = restore(wizard, tmp_path, "deal", {ODD}, frozenset({ODD}))
+    bots = built.board["bots"]
+    assert {b["name"]: b["insecure"] for b in bots} == {b["name"]: b["name"] == ODD
+                                                        for b in bots}
+    index = built.pages[built.site / "index.html"]
+    for row, b in zip(index.by_id("leaderboard").rows(), bots, strict=True):
+        marks = row.find_all("span", class_="insecure")
+        assert len(marks) == (1 if b["insecure"] else 0), b["name"]
+        assert row.attrs["data-insecure"] == ("true" if b["insecure"] else "false")
+        assert all(m.text() == "insecure" and "plain grpc://" in m.attrs["title"]
+                   for m in marks)
+    assert "insecure: reached by plain grpc://" in " ".join(index.text().split())
+    for b in bots:
+        page = built.pages[built.site / "bots" / f"{slug(b['name'])}.html"]
+        assert len(page.find("h1").find_all("span", class_="insecure")) == int(b["insecure"])
+        stats = _stats(page)
+        assert ("Connection" in stats) == b["insecure"]
+    statement = built.pages[built.site / "tournament.html"]
+    rows = {r.attrs["data-bot"]: r for r in statement.by_id("bots").rows()}
+    assert [n for n, r in rows.items() if r.find_all("span", class_="insecure")] == [ODD]
 
 
 @pytest.mark.parametrize("isolation", ["game", "deal"])

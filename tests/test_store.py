@@ -154,11 +154,13 @@ def test_bots_carry_sandbox_and_isolation(tmp_path: Path) -> None:
         store.set_bot("trusted", "cmd:./mine", "1.0", "me", 1, ["wizard"], sandboxed=False,
                       isolation="game")
         store.set_bot("plain", "cmd:./theirs")
+        store.set_bot("far", "grpc://192.0.2.7:50051", sandboxed=False, insecure=True)
         bots = {b["name"]: b for b in store.bots()}
     assert bots["trusted"] == {"name": "trusted", "spec": "cmd:./mine", "version": "1.0",
                                "author": "me", "protocol_version": 1, "games": ["wizard"],
-                               "sandboxed": False, "isolation": "game"}
+                               "sandboxed": False, "isolation": "game", "insecure": False}
     assert bots["plain"]["sandboxed"] is True and bots["plain"]["isolation"] == ""
+    assert bots["far"]["insecure"] is True and bots["plain"]["insecure"] is False
 
 
 def make_old_store(folder: Path, games: list[ScheduledGame]) -> list[dict[str, Any]]:
@@ -202,22 +204,22 @@ def test_an_old_store_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
         assert [g.record for g in old] == records
         assert all(g.cpu_ms == ((), (), ()) for g in old)
         assert all(len(g.latencies_ms[0]) > 0 for g in old)
-        assert {b["name"]: (b["sandboxed"], b["isolation"]) for b in store.bots()} == {
-            name: (True, "") for name in BOTS}
+        assert {b["name"]: (b["sandboxed"], b["isolation"], b["insecure"])
+                for b in store.bots()} == {name: (True, "", False) for name in BOTS}
         # the store is usable as a new one: a game with CPU time, a bot with the flag
         sg = games[2]
         record, latencies = play(sg)
         cpu = [[1.5] * len(ms) for ms in latencies]
         store.game_started(sg)
         store.game_finished(sg, record, latencies, cpu)
-        store.set_bot("rand-b", "random", sandboxed=False, isolation="deal")
+        store.set_bot("rand-b", "random", sandboxed=False, isolation="deal", insecure=True)
         board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
                                   resamples=20)
     assert columns(path, "latencies")[-1] == "cpu_ms"
-    assert columns(path, "bots")[-2:] == ["sandboxed", "isolation"]
+    assert columns(path, "bots")[-3:] == ["sandboxed", "isolation", "insecure"]
     assert board["games"] == 3 and board["isolation"] == "shared"  # old store: not said
-    assert {b["name"]: b["sandboxed"] for b in board["bots"]} == {
-        "heur": True, "rand-a": True, "rand-b": False}
+    assert {b["name"]: (b["sandboxed"], b["insecure"]) for b in board["bots"]} == {
+        "heur": (True, False), "rand-a": (True, False), "rand-b": (False, True)}
     assert all(b["cpu_ms"] == {"p50": 1.5, "p95": 1.5, "max": 1.5} for b in board["bots"])
     with Store.open(tmp_path) as store:  # opening again changes nothing
         assert [g.cpu_ms for g in store.iter_games()][-1] == tuple(

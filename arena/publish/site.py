@@ -30,6 +30,7 @@ from arena.faults import FAULT_KINDS
 from arena.files import MARKER, read_marker, write_marker
 from arena.leaderboard import (
     DEFAULT_ISOLATION,
+    INSECURE_NOTE,
     ISOLATION_MODES,
     UNSANDBOXED_NOTE,
     build_leaderboard,
@@ -70,6 +71,9 @@ UNSANDBOXED_TITLE = f"no sandbox: {UNSANDBOXED_NOTE}"
 UNSANDBOXED_MARK = (f'<span class="unsandboxed" title="{esc(UNSANDBOXED_TITLE)}">'
                     "no sandbox</span>")
 """The mark after the name of a bot that ran without the sandbox."""
+INSECURE_MARK = (f'<span class="insecure" title="{esc("insecure: " + INSECURE_NOTE)}">'
+                 "insecure</span>")
+"""The mark after the name of a bot reached by plain grpc:// over the network."""
 
 
 class PublishError(Exception):
@@ -336,8 +340,10 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
     half = (None if b["elo_high"] is None or b["elo_low"] is None
             else (b["elo_high"] - b["elo_low"]) / 2)
     sandboxed = b.get("sandboxed", True)
+    insecure = bool(b.get("insecure"))
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
-            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}")
+            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}") + (
+        f" {INSECURE_MARK}" if insecure else "")
     cells = [
         f'<td data-col="rank" class="num"{data_value(b["rank"])}>{b["rank"]}</td>',
         f'<td data-col="bot"{data_value(b["name"])}>'
@@ -366,10 +372,12 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
         f'{_ms(cpu["p50"]) + " / " + _ms(cpu["p95"]) if cpu else "–"}</td>',
     ]
     classes = " ".join(c for c, on in (("is-provisional", b["provisional"]),
-                                        ("is-unsandboxed", not sandboxed)) if on)
+                                        ("is-unsandboxed", not sandboxed),
+                                        ("is-insecure", insecure)) if on)
     cls = f' class="{classes}"' if classes else ""
     return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"]}" '
-            f'data-sandboxed="{"true" if sandboxed else "false"}"{cls}>'
+            f'data-sandboxed="{"true" if sandboxed else "false"}" '
+            f'data-insecure="{"true" if insecure else "false"}"{cls}>'
             + "".join(cells) + "</tr>")
 
 
@@ -455,6 +463,8 @@ def index_page(lb: Mapping[str, Any], site: _Site) -> str:
         (f'<p class="note"><span class="unsandboxed">no sandbox</span>: '
          f"{esc(UNSANDBOXED_NOTE)}.</p>"
          if not all(b.get("sandboxed", True) for b in bots) else ""),
+        (f'<p class="note"><span class="insecure">insecure</span>: {esc(INSECURE_NOTE)}.</p>'
+         if any(b.get("insecure") for b in bots) else ""),
         _isolation_note(lb),
         "</section>",
         charts_section(lb),
@@ -616,6 +626,8 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: _Site, author: s
         ("Answer time", _times_text(latency, "–")),
         ("CPU time per decision", _times_text(b.get("cpu_ms"), "not measured")),
         ("Sandbox", "yes" if sandboxed else f"{UNSANDBOXED_MARK} {esc(UNSANDBOXED_NOTE)}"),
+        *([("Connection", f"{INSECURE_MARK} {esc(INSECURE_NOTE)}")] if b.get("insecure")
+          else []),
         ("Isolation", f'<a href="{root}tournament.html#isolation">{esc(_isolation(lb))}</a>'),
     ]
     if b.get("version"):
@@ -624,7 +636,8 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: _Site, author: s
         stats.insert(2, ("Author", esc(author)))
     stat_rows = "".join(f'<tr><th scope="row">{k}</th><td>{v}</td></tr>' for k, v in stats)
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
-            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}")
+            if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}") + (
+        f" {INSECURE_MARK}" if b.get("insecure") else "")
     ranks = {e["name"]: e["rank"] for e in lb["bots"]}
     vs_rows = []
     for p in lb.get("head_to_head") or []:
@@ -916,7 +929,8 @@ def tournament_page(lb: Mapping[str, Any], site: _Site,
             f'<tr data-bot="{esc(name)}"><td>{link}</td>'
             f"<td>{esc(b.get('version') or '–')}</td>"
             f"<td>{esc(b.get('author') or '–')}</td>"
-            f"<td>{'yes' if sandboxed else UNSANDBOXED_MARK}</td>"
+            f"<td>{'yes' if sandboxed else UNSANDBOXED_MARK}"
+            f"{' ' + INSECURE_MARK if b.get('insecure') else ''}</td>"
             f'<td class="num">{entry["games"] if entry else 0}</td>'
             f'<td class="num">{entry["rank"] if entry else "–"}</td></tr>')
     skipped = json.loads(meta.get("skipped") or "[]") if meta.get("skipped") else []

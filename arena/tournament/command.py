@@ -38,6 +38,13 @@ from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store, StoreError
 
 
+def insecure_warnings(config: TournamentConfig) -> list[str]:
+    """A warning per bot reached by plain grpc:// beyond loopback (``insecure = true``)."""
+    return [f"warning: bot {bot.name}: {bot.spec} without TLS (insecure = true): its moves "
+            f"and token travel unencrypted; marked (insecure) on the leaderboard"
+            for bot in config.bots if bot.spec.plain_remote]
+
+
 def run_command(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     out = Console(highlight=False)
@@ -48,6 +55,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     for name, reason in config.skipped:
         err.print(f"note: bot {for_terminal(name)} left out: {for_terminal(reason)}")
+    for line in insecure_warnings(config):
+        err.print(line, markup=False)
     confined = [b for b in config.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
     if confined:
         why = sandbox_works()

@@ -7,6 +7,7 @@ game starts. The format is documented in ``docs/tournaments.md``.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import tomllib
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena.botproc import BotSpec, BotSpecError, command_args
+from arena.botproc import BotSpec, BotSpecError, Remote, command_args
 from arena.names import NameError_, check_name
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
@@ -84,7 +85,11 @@ _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "ti
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _SCHEDULE = {"format", "deals", "candidates"}
-_BOT = {"name", "spec", "requires", "sandbox", "read_only", "env", "limits"}
+_BOT = {"name", "spec", "requires", "sandbox", "read_only", "env", "limits", "tls_ca",
+        "tls_server_name", "token", "token_env", "insecure"}
+_REMOTE_KEYS = ("tls_ca", "tls_server_name", "token", "token_env", "insecure")
+_TOKEN = re.compile(r"[!-~]+")
+"""A bearer token: printable ASCII without spaces (it travels as call metadata)."""
 _LIMIT_MAX = {"memory_mb": 1 << 20, "processes": 1 << 16, "cpu_s": 10**7, "file_mb": 1 << 20,
               "open_files": 1 << 20}
 
@@ -244,9 +249,63 @@ def _bots(where: str, raw: Any, limits: Limits,
             if shutil.which(program) is None and not Path(program).exists():
                 raise ConfigError(f"{where}: {key}.spec: bot {name}: cannot start: "
                                   f"{program!r} not found")
+        if spec.kind in ("grpc", "grpcs"):
+            spec = BotSpec(spec.kind, spec.value, _remote(where, key, name, entry, spec))
+        else:
+            for k in _REMOTE_KEYS:
+                if k in entry:
+                    raise ConfigError(f"{where}: {key}.{k}: only for a grpc:// or grpcs:// "
+                                      f"bot, not {spec}")
         bots.append(BotEntry(name, spec, requires,
                              _confinement(where, key, entry, limits)))
     return bots, skipped
+
+
+def _remote(where: str, key: str, name: str, entry: dict[str, Any], spec: BotSpec,
+            ) -> Remote:
+    """The TLS, token and ``insecure`` keys of a remote bot, checked."""
+    tls = spec.kind == "grpcs"
+    for k in ("tls_ca", "tls_server_name"):
+        if k in entry and not tls:
+            raise ConfigError(f"{where}: {key}.{k}: only for a grpcs:// bot (TLS), not {spec}")
+    ca = None
+    if "tls_ca" in entry:
+        text = _str(where, f"{key}.tls_ca", entry["tls_ca"])
+        try:
+            ca = Path(text).read_bytes()
+        except OSError as e:
+            raise ConfigError(f"{where}: {key}.tls_ca: cannot read {text!r}: "
+                              f"{e.strerror}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in ca:
+            raise ConfigError(f"{where}: {key}.tls_ca: {text!r} holds no PEM certificate")
+    server_name = ""
+    if "tls_server_name" in entry:
+        server_name = _str(where, f"{key}.tls_server_name", entry["tls_server_name"])
+    if "token" in entry and "token_env" in entry:
+        raise ConfigError(f"{where}: {key}.token_env: give token or token_env, not both")
+    token = ""
+    if "token" in entry:
+        token = _str(where, f"{key}.token", entry["token"])
+        what = f"{key}.token"
+    elif "token_env" in entry:
+        variable = _str(where, f"{key}.token_env", entry["token_env"])
+        what = f"{key}.token_env"
+        token = os.environ.get(variable, "")
+        if not token:
+            raise ConfigError(f"{where}: {what}: the environment variable {variable} is "
+                              f"not set")
+    if token and not _TOKEN.fullmatch(token):
+        raise ConfigError(f"{where}: {what}: a token is printable ASCII without spaces")
+    insecure = entry.get("insecure", False)
+    if not isinstance(insecure, bool):
+        raise ConfigError(f"{where}: {key}.insecure: expected true or false, got {insecure!r}")
+    if insecure and spec.kind != "grpc":
+        raise ConfigError(f"{where}: {key}.insecure: only for a grpc:// bot, not {spec}")
+    remote = Remote(tls_ca=ca, server_name=server_name, token=token, insecure=insecure)
+    problem = BotSpec(spec.kind, spec.value, remote).transport_problem()
+    if problem is not None:
+        raise ConfigError(f"{where}: {key}.spec: bot {name}: {problem}")
+    return remote
 
 
 def _known(where: str, table: str, data: dict[str, Any], allowed: set[str]) -> None:

@@ -184,7 +184,7 @@ async def _open_all(config: TournamentConfig, pools: dict[str, BotPool],
             return
         store.set_bot(name, str(pool.spec), info.version, info.author, info.protocol_version,
                       info.games, sandboxed=_sandboxed(config, name),
-                      isolation=config.isolation)
+                      isolation=config.isolation, insecure=pool.spec.plain_remote)
 
     async with trio.open_nursery() as nursery:
         for name, pool in pools.items():

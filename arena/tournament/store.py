@@ -13,8 +13,8 @@ head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all 
 game's transaction.
 
 Columns added after the first release (``bots.sandboxed``, ``bots.isolation``,
-``latencies.cpu_ms``, ``games.chain_seq``, ``games.chain_prev``, ``games.chain``) are
-nullable and are added to an older store when it is opened, so
+``bots.insecure``, ``latencies.cpu_ms``, ``games.chain_seq``, ``games.chain_prev``,
+``games.chain``) are nullable and are added to an older store when it is opened, so
 :data:`SCHEMA_VERSION` stays ``"1"``: an older arena ignores them.
 """
 
@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS bots (
     protocol_version INTEGER,
     games TEXT,
     sandboxed INTEGER,
-    isolation TEXT
+    isolation TEXT,
+    insecure INTEGER
 );
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,
@@ -98,6 +99,7 @@ _ADDED_COLUMNS = (
     # table, column, declaration: nullable columns newer than the first schema
     ("bots", "sandboxed", "INTEGER"),
     ("bots", "isolation", "TEXT"),
+    ("bots", "insecure", "INTEGER"),
     ("latencies", "cpu_ms", "TEXT"),
     ("games", "chain_seq", "INTEGER"),
     ("games", "chain_prev", "TEXT"),
@@ -236,28 +238,31 @@ class Store:
 
     def set_bot(self, name: str, spec: str, version: str = "", author: str = "",
                 protocol_version: int | None = None, games: Sequence[str] = (), *,
-                sandboxed: bool = True, isolation: str = "") -> None:
+                sandboxed: bool = True, isolation: str = "", insecure: bool = False) -> None:
         """Register a bot. ``sandboxed`` is False for a bot the arena does not confine in
         its sandbox (untrusted mode off, or a bot served from elsewhere); ``isolation`` is
         how its processes are shared between games (``"deal"``, ``"game"`` or
-        ``"shared"``; ``""`` if unsaid)."""
+        ``"shared"``; ``""`` if unsaid); ``insecure`` is True for a bot reached by plain
+        ``grpc://`` beyond loopback (no TLS, no authentication)."""
         with self._transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO bots (name, spec, version, author, protocol_version,"
-                " games, sandboxed, isolation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " games, sandboxed, isolation, insecure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (name, spec, version, author, protocol_version, ",".join(games),
-                 int(bool(sandboxed)), isolation))
+                 int(bool(sandboxed)), isolation, int(insecure)))
 
     def bots(self) -> list[dict[str, Any]]:
         """The registered bots by name: ``name``, ``spec``, ``version``, ``author``,
         ``protocol_version``, ``games`` (a list), ``sandboxed`` (True when not recorded, as
-        in a store written before the flag existed) and ``isolation`` (``""`` if unsaid)."""
+        in a store written before the flag existed), ``isolation`` (``""`` if unsaid) and
+        ``insecure`` (False when not recorded)."""
         rows = self.db.execute(
-            "SELECT name, spec, version, author, protocol_version, games, sandboxed, isolation"
-            " FROM bots ORDER BY name").fetchall()
+            "SELECT name, spec, version, author, protocol_version, games, sandboxed, isolation,"
+            " insecure FROM bots ORDER BY name").fetchall()
         return [{"name": r[0], "spec": r[1], "version": r[2], "author": r[3],
                  "protocol_version": r[4], "games": [g for g in (r[5] or "").split(",") if g],
-                 "sandboxed": r[6] is None or bool(r[6]), "isolation": r[7] or ""}
+                 "sandboxed": r[6] is None or bool(r[6]), "isolation": r[7] or "",
+                 "insecure": bool(r[8])}
                 for r in rows]
 
     # -- games ------------------------------------------------------------------------

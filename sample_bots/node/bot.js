@@ -4,6 +4,8 @@
 // answer is picked from the legal actions the request lists. Copy it and make it smarter.
 'use strict';
 
+const crypto = require('crypto');
+const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -86,9 +88,24 @@ function play(req) {
 
 // -- the service ------------------------------------------------------------------------
 
+// With ARENA_BOT_TOKEN set, every call of the bot service must carry the metadata
+// `authorization: Bearer <token>`; others are answered UNAUTHENTICATED. The health
+// service stays open. Compared in constant time.
+const TOKEN = process.env.ARENA_BOT_TOKEN || '';
+function tokenOk(call) {
+  if (!TOKEN) return true;
+  const given = Buffer.from(String(call.metadata.get('authorization')[0] || ''));
+  const expected = Buffer.from(`Bearer ${TOKEN}`);
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected);
+}
+
 // Wrap a function of the request as a unary gRPC handler; an exception becomes INTERNAL.
 function unary(fn) {
   return (call, callback) => {
+    if (!tokenOk(call)) {
+      callback({ code: grpc.status.UNAUTHENTICATED, details: 'missing or wrong bearer token' });
+      return;
+    }
     try {
       callback(null, fn(call.request));
     } catch (err) {
@@ -136,14 +153,30 @@ function main() {
   // Server reflection, so generic tools (grpcurl, grpcui) can list and call the service.
   new ReflectionService(packageDefinition).addToServer(server);
 
-  server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err) => {
+  // TLS when ARENA_BOT_TLS_CERT and ARENA_BOT_TLS_KEY name PEM files (a bot on your own
+  // machine, entered as grpcs://HOST:PORT); plaintext otherwise (the arena's unix socket).
+  const { ARENA_BOT_TLS_CERT: certFile, ARENA_BOT_TLS_KEY: keyFile } = process.env;
+  let credentials = grpc.ServerCredentials.createInsecure();
+  if (certFile || keyFile) {
+    try {
+      credentials = grpc.ServerCredentials.createSsl(null, [{
+        cert_chain: fs.readFileSync(certFile), private_key: fs.readFileSync(keyFile),
+      }], false);
+    } catch (err) {
+      console.error(`node-sample: TLS needs ARENA_BOT_TLS_CERT and ARENA_BOT_TLS_KEY: ${err.message}`);
+      process.exit(2);
+    }
+  }
+  server.bindAsync(address, credentials, (err, port) => {
     if (err) {
       console.error(`node-sample: cannot listen on ${address}: ${err.message}`);
       process.exit(1);
     }
     status.setStatus('', 'SERVING');
     status.setStatus('arena.v1.BotService', 'SERVING');
-    log(`listening on ${address}`);
+    const guards = [certFile && 'TLS', TOKEN && 'token required'].filter(Boolean);
+    log(`listening on ${address}${address.startsWith('unix:') ? '' : ` (port ${port})`}`
+        + (guards.length ? ` with ${guards.join(', ')}` : ''));
   });
 
   const stop = (signal) => {
