@@ -194,9 +194,10 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         raise ConfigError(f"{where}: schedule: {tables} tables × {deals} deals × {seats} "
                           f"rotations = {tables * deals * seats} games; a tournament may "
                           f"have at most {MAX_GAMES}: give fewer deals or bots")
-    out = output or Path(_str(where, "output", data.get("output", f"out/{name}")))
-    if "\0" in str(out):
-        raise ConfigError(f"{where}: output: {show(str(out))} holds a NUL character")
+    out_text = _str(where, "output", data.get("output", f"out/{name}"))
+    if "\0" in out_text and (output is None or "output" in data):
+        raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
+    out = output or Path(out_text)
     return TournamentConfig(
         path=path, text=text, name=name, game=game, seats=seats, options=options,
         bots=tuple(bots), skipped=tuple(skipped),

@@ -203,7 +203,7 @@ class Store:
                 db.close()
             if isinstance(e, StoreError):
                 raise
-            raise StoreError(f"{path}: not a trick-arena store ({e})") from None
+            raise StoreError(f"{path}: damaged or not a trick-arena store ({e})") from None
         store = cls(db, path)
         try:
             version = store.meta().get("schema_version")
