@@ -116,7 +116,7 @@ def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             store = args[0]
             assert isinstance(store, Store)
             raise StoreError(f"{store.path}: damaged or not a trick-arena store ({e})") from None
@@ -198,7 +198,7 @@ class Store:
                                  f"'{SCHEMA_VERSION}'); COMMIT;")
             else:
                 db.executescript(_SCHEMA)
-        except (sqlite3.DatabaseError, StoreError) as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError, StoreError) as e:
             if db is not None:
                 db.close()
             if isinstance(e, StoreError):
@@ -219,7 +219,7 @@ class Store:
                              f"arena reads version {SCHEMA_VERSION}")
         try:
             _add_missing_columns(db)  # after the version check: leave other versions alone
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             db.close()
             raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
         return store
@@ -380,7 +380,7 @@ class Store:
                     "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?",
                     (row[0],)).fetchall()
                 yield self._stored_game(row, latencies)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise StoreError(f"{self.path}: damaged or not a trick-arena store ({e})") from None
 
     def _stored_game(self, row: Sequence[Any], latencies: Sequence[Sequence[Any]],
