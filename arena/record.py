@@ -32,7 +32,7 @@ FORMAT = "trick-arena.record/1"
 MAX_RECORD_BYTES = 16 << 20
 """The largest record (a JSON document, or one line of JSON lines) read: 16 MiB."""
 MAX_DEPTH = 32
-"""The deepest nesting of arrays and objects in a record (a record itself nests 5 deep)."""
+"""The deepest nesting of arrays and objects in a record (a record itself nests 6 deep)."""
 MAX_NUMBER_CHARS = 40
 """The longest number in a record, in characters (a seed has at most 20 digits)."""
 
