@@ -273,6 +273,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             return leaderboard_command(store, args.folder, args.format, args.resamples)
         except StoreError as e:
             raise UsageError(str(e)) from None
+        except OSError as e:
+            raise UsageError(f"{args.folder}: cannot write the leaderboard: "
+                             f"{e.strerror or e}") from None
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -513,3 +513,40 @@ def test_no_traceback_reaches_a_real_terminal(tiny_store: Path, tmp_path: Path) 
         assert done.returncode == code, done.stderr
         one_error_line(done.stderr, expected)
     assert store.read_bytes() == b""
+
+
+def test_a_store_failing_while_games_run_is_one_line_and_keeps_the_games(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A write refused by SQLite itself (here a trigger, as a full disk would) while games
+    run in trio's nursery: one line naming the store, and the finished games are kept for
+    a resume."""
+    from arena.tournament.store import Store
+
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(TINY.replace("concurrency = 2", "concurrency = 1"))
+    folder = tmp_path / "out"
+    Store.open(folder).close()
+    sql(folder / STORE_NAME, "CREATE TRIGGER full BEFORE UPDATE ON games WHEN NEW.seq = 5"
+        " AND NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    rc, _, err = run(capsys, "tournament", toml, "--out", folder, "--resamples", "5")
+    assert rc == 2
+    one_error_line(err.splitlines()[-1], f"{folder / STORE_NAME}: damaged or not a "
+                   "trick-arena store (database or disk is full)")
+    assert "Traceback" not in err and GUARD not in err
+    with sqlite3.connect(folder / STORE_NAME) as db:
+        done = db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0]
+        db.execute("DROP TRIGGER full")
+    db.close()
+    assert done == 6  # one at a time, lane by lane: the six before game seq 5 (t1-d0-r1)
+    rc, out, err = run(capsys, "tournament", toml, "--out", folder, "--resamples", "5")
+    assert rc == 0, err
+    assert f"resuming: {done} of {TINY_GAMES} games already played" in out
+
+
+def test_a_leaderboard_that_cannot_be_written_is_one_line(
+        tiny_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder, _ = store_copy(tiny_store, tmp_path)
+    (folder / "leaderboard.json").mkdir()  # in the way of the file
+    rc, _, err = run(capsys, "leaderboard", folder, "--resamples", "5")
+    assert rc == 2
+    one_error_line(err, f"{folder}: cannot write the leaderboard: Is a directory")
