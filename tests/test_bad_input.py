@@ -550,3 +550,23 @@ def test_a_leaderboard_that_cannot_be_written_is_one_line(
     rc, _, err = run(capsys, "leaderboard", folder, "--resamples", "5")
     assert rc == 2
     one_error_line(err, f"{folder}: cannot write the leaderboard: Is a directory")
+
+
+def test_resume_without_the_stored_seed_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file without a seed: drawing a new one would deal the remaining games from
+    another seed than the stored ones."""
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(TINY.replace("seed = 7\n", ""))
+    folder = tmp_path / "out"
+    rc, _, err = run(capsys, "tournament", toml, "--out", folder, "--resamples", "5")
+    assert rc == 0, err
+    store = folder / STORE_NAME
+    sql(store, "DELETE FROM meta WHERE key = 'seed'")
+    sql(store, "DELETE FROM games WHERE seq = 11")
+    rc, _, err = run(capsys, "tournament", toml, "--out", folder)
+    assert rc == 2
+    one_error_line(err, f"{store}: 11 games are stored but not the seed they were dealt from")
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM games").fetchone() == (11,)
+    db.close()
