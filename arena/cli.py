@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sqlite3
 import sys
@@ -19,11 +20,12 @@ from arena.bots import BUILTIN_BOTS
 from arena.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
 from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
+from arena.errors import one_line
 from arena.files import FolderError, atomic_writer, private_dir, temp_dir
 from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
-from arena.record import RecordError, game_record, verify_record
+from arena.record import MAX_RECORD_BYTES, RecordError, game_record, parse_record, verify_record
 from arena.referee import GameReport, TimeControl, play_game
 from arena.rules import GAMES, Game, OptionError, game_class, new_game, option_specs
 from arena.rules.options import parse_option_texts
@@ -221,23 +223,35 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _records(path: Path) -> Iterator[tuple[str, Any]]:
-    """The records in a file: one JSON document, or JSON lines; yields (where, record)."""
+    """The records in a file: one JSON document, or JSON lines; yields (where, record),
+    or (where, RecordError) for input that is not a record (see :func:`parse_record`)."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            head = f.read(MAX_RECORD_BYTES + 1)
+            if len(head) <= MAX_RECORD_BYTES:  # the whole file may be one record
+                try:
+                    whole = parse_record(head)
+                except RecordError:
+                    pass
+                else:
+                    yield str(path), whole
+                    return
+            f.seek(0)
+            number = 0
+            while line := f.readline(MAX_RECORD_BYTES + 1):
+                number += 1
+                if len(line) > MAX_RECORD_BYTES:
+                    yield f"{path}:{number}", RecordError(
+                        f"a line longer than {MAX_RECORD_BYTES} bytes")
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    yield f"{path}:{number}", parse_record(line)
+                except RecordError as e:
+                    yield f"{path}:{number}", e
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        yield str(path), json.loads(text)
-        return
-    except json.JSONDecodeError:
-        pass
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            yield f"{path}:{number}", json.loads(line)
-        except json.JSONDecodeError as e:
-            yield f"{path}:{number}", RecordError(f"not JSON: {e.msg} at column {e.colno}")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -257,7 +271,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     raise record
                 verify_record(record)
             except RecordError as e:
-                print(f"{where}: {e}", file=sys.stderr)
+                print(one_line(f"{where}: {e}"), file=sys.stderr)
                 return 1
             count += 1
             links.append(_link(record, where[len(str(path)):]))
@@ -330,19 +344,31 @@ def _open_store(folder: Path) -> Any:
 
 def cmd_tournament(args: argparse.Namespace) -> int:
     from arena.tournament.command import run_command
+    from arena.tournament.store import StoreError
 
-    return run_command(args)
+    try:
+        return run_command(args)
+    except StoreError as e:  # a store damaged while it was read on resume
+        raise UsageError(str(e)) from None
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.tournament.command import leaderboard_command
+    from arena.tournament.store import StoreError
 
     with _open_store(args.folder) as store:
-        return leaderboard_command(store, args.folder, args.format, args.resamples)
+        try:
+            return leaderboard_command(store, args.folder, args.format, args.resamples)
+        except StoreError as e:
+            raise UsageError(str(e)) from None
+        except OSError as e:
+            raise UsageError(f"{args.folder}: cannot write the leaderboard: "
+                             f"{e.strerror or e}") from None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from arena.tournament.runner import export_records
+    from arena.tournament.store import StoreError
 
     out = args.out or args.folder / "games.jsonl"
     with _open_store(args.folder) as store:
@@ -350,6 +376,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             count = export_records(store, out)
         except OSError as e:
             raise UsageError(f"cannot write {out}: {e.strerror}") from None
+        except StoreError as e:  # the export is written whole or not at all
+            raise UsageError(str(e)) from None
     print(f"{count} records written to {out}")
     return 0
 
@@ -364,16 +392,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as e:
-        print(str(e), file=sys.stderr)
+        print(one_line(str(e)), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("arena: interrupted", file=sys.stderr)
         return 130
     except BaseExceptionGroup as group:  # Ctrl-C while a trio nursery was open
         if group.subgroup(KeyboardInterrupt) is None:
-            raise
+            from arena.tournament.store import StoreError
+
+            stored = group.subgroup(StoreError)  # the store failed while games ran
+            if stored is not None and stored.exceptions and os.environ.get("ARENA_DEBUG") != "1":
+                first: BaseException = stored
+                while isinstance(first, BaseExceptionGroup):
+                    first = first.exceptions[0]
+                print(one_line(str(first)), file=sys.stderr)
+                return 2
+            return _internal_error(group)
         print("arena: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug: one line, not a traceback (bad input has its own errors)
+        return _internal_error(e)
+
+
+def _internal_error(e: BaseException) -> int:
+    """The last resort for an unexpected exception: one line and exit 70, or the traceback
+    with ``ARENA_DEBUG=1``."""
+    if os.environ.get("ARENA_DEBUG") == "1":
+        raise e
+    print(f"arena: internal error: {type(e).__name__}: {one_line(str(e), 160)} (please "
+          f"report; ARENA_DEBUG=1 shows the traceback)", file=sys.stderr)
+    return 70
 
 
 if __name__ == "__main__":

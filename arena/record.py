@@ -8,10 +8,12 @@ format is documented in ``docs/records.md``. This module does no I/O.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arena.errors import one_line
 from arena.rules import Decision, Game, IllegalAction, OptionError, RoundLog, new_game
 from arena.rules.base import places_from_totals
 from arena.rules.cards import (
@@ -27,9 +29,59 @@ from arena.rules.cards import (
 
 FORMAT = "trick-arena.record/1"
 
+MAX_RECORD_BYTES = 16 << 20
+"""The largest record (a JSON document, or one line of JSON lines) read: 16 MiB."""
+MAX_DEPTH = 32
+"""The deepest nesting of arrays and objects in a record (a record itself nests 6 deep)."""
+MAX_NUMBER_CHARS = 40
+"""The longest number in a record, in characters (a seed has at most 20 digits)."""
+
 
 class RecordError(ValueError):
-    """Raised by :func:`verify_record` at the first place a record disagrees with the rules."""
+    """Raised by :func:`verify_record` at the first place a record disagrees with the rules,
+    and by :func:`parse_record` for input that is not a record; the message is one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+def _number(text: str) -> int | float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise RecordError(f"a number of {len(text)} characters; at most "
+                          f"{MAX_NUMBER_CHARS} are allowed")
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def _constant(text: str) -> Any:
+    raise RecordError(f"not JSON: {text} is not a JSON number")
+
+
+def parse_record(data: bytes | str) -> Any:
+    """Parse one record's JSON text within the limits (:data:`MAX_RECORD_BYTES`,
+    :data:`MAX_DEPTH`, :data:`MAX_NUMBER_CHARS`); raises :class:`RecordError`."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordError(f"longer than {MAX_RECORD_BYTES} bytes")
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RecordError(f"not UTF-8 text: byte {e.start} is not valid UTF-8") from None
+    try:
+        value = json.loads(data, parse_int=_number, parse_float=_number,
+                           parse_constant=_constant)
+    except json.JSONDecodeError as e:
+        at = f"line {e.lineno} column {e.colno}" if e.lineno > 1 else f"column {e.colno}"
+        raise RecordError(f"not JSON: {e.msg} at {at}") from None
+    except RecursionError:
+        raise RecordError(f"nested more than {MAX_DEPTH} levels deep") from None
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RecordError(f"nested more than {MAX_DEPTH} levels deep")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return value
 
 
 def round_record(entry: RoundLog) -> dict[str, Any]:

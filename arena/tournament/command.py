@@ -220,9 +220,9 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
 
 
 def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:
-    store.set_meta({"resamples": str(resamples)})  # arena publish builds the same board
     board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
-                              resamples=resamples)
+                              resamples=resamples)  # first: a store it cannot read is not written
+    store.set_meta({"resamples": str(resamples)})  # arena publish builds the same board
     written = write_leaderboard(folder, board)
     if fmt == "table":
         console = Console(highlight=False)

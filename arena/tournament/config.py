@@ -16,15 +16,29 @@ from pathlib import Path
 from typing import Any
 
 from arena.botproc import BotSpec, BotSpecError, Remote, command_args
+from arena.errors import one_line, show
 from arena.names import NameError_, check_name
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
 from arena.sandbox import LIMIT_KEYS, Confinement, Limits, usable_cores
-from arena.tournament.schedule import FORMATS
+from arena.tournament.schedule import FORMATS, game_count
 
 
 class ConfigError(ValueError):
     """A mistake in a tournament file; the message is one line naming the file and key."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+MAX_FILE_BYTES = 1 << 20
+"""The largest tournament file read (1 MiB)."""
+MAX_DEPTH = 16
+"""The deepest nesting of tables and arrays in a tournament file."""
+MAX_GAMES = 200_000
+"""The most games one tournament may schedule (checked before the schedule is built)."""
+MAX_SEED = (1 << 256) - 1
+_SEED_TEXT = re.compile(r"(?:[0-9]{1,78}|0x[0-9a-fA-F]{1,64})")
 
 
 ISOLATIONS = ("deal", "game", "shared")
@@ -98,18 +112,34 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
     where = str(path)
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"{where}: larger than {MAX_FILE_BYTES} bytes; a tournament file "
+                          f"is a short TOML text")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{where}: not UTF-8 text: byte {e.start} (line {line}) is not "
+                          f"valid UTF-8") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: not valid TOML: nested more than {MAX_DEPTH} "
+                          f"levels deep") from None
+    except ValueError as e:  # an integer longer than Python converts (4300 digits)
+        raise ConfigError(f"{where}: not valid TOML: a number is too long ({e})") from None
+    _depth(where, data)
     _known(where, "", data, _TOP)
     name = _str(where, "name", data.get("name"))
     game = _str(where, "game", data.get("game"))
     if game not in GAMES:
-        raise ConfigError(f"{where}: game: {game!r} is not a game; expected one of "
+        raise ConfigError(f"{where}: game: {show(game)} is not a game; expected one of "
                           f"{', '.join(GAMES)}")
     specs = option_specs(game)
     players = specs["players"]
@@ -130,12 +160,12 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     _known(where, "schedule", sched, _SCHEDULE)
     fmt = _str(where, "schedule.format", sched.get("format", "round-robin"))
     if fmt not in FORMATS:
-        raise ConfigError(f"{where}: schedule.format: {fmt!r}; expected one of "
+        raise ConfigError(f"{where}: schedule.format: {show(fmt)}; expected one of "
                           f"{', '.join(FORMATS)}")
     limits = _limits(where, "limits", data.get("limits", {}), Limits())
     isolation = _str(where, "isolation", data.get("isolation", "deal"))
     if isolation not in ISOLATIONS:
-        raise ConfigError(f"{where}: isolation: {isolation!r}; expected one of "
+        raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
     bots, skipped = _bots(where, data.get("bots"), limits)
     names = [b.name for b in bots]
@@ -147,9 +177,11 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     if not isinstance(candidates_raw, list) or not all(isinstance(c, str)
                                                         for c in candidates_raw):
         raise ConfigError(f"{where}: schedule.candidates: expected a list of bot names")
+    if len(set(candidates_raw)) != len(candidates_raw):
+        raise ConfigError(f"{where}: schedule.candidates: a bot is listed twice")
     for c in candidates_raw:
         if c not in names:
-            raise ConfigError(f"{where}: schedule.candidates: {c!r} is not a bot; "
+            raise ConfigError(f"{where}: schedule.candidates: {show(c)} is not a bot; "
                               f"expected one of {', '.join(names)}")
     if fmt == "gauntlet":
         if not candidates_raw:
@@ -161,8 +193,17 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     elif candidates_raw:
         raise ConfigError(f"{where}: schedule.candidates: only a gauntlet has candidates")
     seed_raw = data.get("seed")
-    seed = None if seed_raw is None else _int(where, "seed", seed_raw, 0, 2**256)
-    out = output or Path(_str(where, "output", data.get("output", f"out/{name}")))
+    seed = None if seed_raw is None else _seed(where, seed_raw)
+    deals = _int(where, "schedule.deals", sched.get("deals", 1), 1, 10**6)
+    tables = game_count(fmt, len(bots), seats, 1, len(candidates_raw)) // seats
+    if tables * deals * seats > MAX_GAMES:
+        raise ConfigError(f"{where}: schedule: {tables} tables × {deals} deals × {seats} "
+                          f"rotations = {tables * deals * seats} games; a tournament may "
+                          f"have at most {MAX_GAMES}: give fewer deals or bots")
+    out_text = _str(where, "output", data.get("output", f"out/{name}"))
+    if "\0" in out_text and (output is None or "output" in data):
+        raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
+    out = output or Path(out_text)
     return TournamentConfig(
         path=path, text=text, name=name, game=game, seats=seats, options=options,
         bots=tuple(bots), skipped=tuple(skipped),
@@ -171,7 +212,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         max_faults=_int(where, "time.max_faults", time_table.get("max_faults", 3), 1, 10**6),
         startup_ms=_int(where, "time.startup_ms", time_table.get("startup_ms", 10000), 1,
                         600_000),
-        format=fmt, deals=_int(where, "schedule.deals", sched.get("deals", 1), 1, 10**6),
+        format=fmt, deals=deals,
         candidates=tuple(candidates_raw), seed=seed,
         concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
@@ -196,14 +237,14 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits) ->
     paths: list[Path] = []
     for text in read_only:
         path = Path(text)
-        if not path.exists():
-            raise ConfigError(f"{where}: {key}.read_only: {text!r} does not exist")
+        if not _exists(path):
+            raise ConfigError(f"{where}: {key}.read_only: {show(text)} does not exist")
         paths.append(path.absolute())
     env = _table(where, f"{key}.env", entry.get("env", {}))
     for name, value in env.items():
         if not _ENV_NAME.fullmatch(name) or not isinstance(value, str) or "\0" in value:
-            raise ConfigError(f"{where}: {key}.env.{name}: expected NAME = \"string\" with "
-                              f"NAME of letters, digits and _")
+            raise ConfigError(f"{where}: {key}.env.{one_line(name, 40)}: expected "
+                              f"NAME = \"string\" with NAME of letters, digits and _")
         if name.startswith("ARENA_"):
             raise ConfigError(f"{where}: {key}.env.{name}: ARENA_ variables are the "
                               f"arena's own")
@@ -231,24 +272,27 @@ def _bots(where: str, raw: Any, limits: Limits,
         except NameError_ as e:
             raise ConfigError(f"{where}: {e}") from None
         if name in seen:
-            raise ConfigError(f"{where}: {key}.name: {name!r} is used twice; bot names "
+            raise ConfigError(f"{where}: {key}.name: {show(name)} is used twice; bot names "
                               f"must be unique")
         seen.add(name)
+        spec_text = _str(where, f"{key}.spec", entry.get("spec"))
+        if "\0" in spec_text:
+            raise ConfigError(f"{where}: {key}.spec: holds a NUL character")
         try:
-            spec = BotSpec.parse(_str(where, f"{key}.spec", entry.get("spec")))
+            spec = BotSpec.parse(spec_text)
         except BotSpecError as e:
             raise ConfigError(f"{where}: {key}.spec: {e}") from None
         requires = entry.get("requires")
         if requires is not None:
             requires = _str(where, f"{key}.requires", requires)
-            if shutil.which(requires) is None:
+            if "\0" in requires or shutil.which(requires) is None:
                 skipped.append((name, f"{requires} is not installed"))
                 continue
         if spec.kind == "cmd":
             program = command_args(spec.value)[0]
-            if shutil.which(program) is None and not Path(program).exists():
-                raise ConfigError(f"{where}: {key}.spec: bot {name}: cannot start: "
-                                  f"{program!r} not found")
+            if shutil.which(program) is None and not _exists(Path(program)):
+                raise ConfigError(f"{where}: {key}.spec: bot {one_line(name, 40)}: cannot start: "
+                                  f"{show(program)} not found")
         if spec.kind in ("grpc", "grpcs"):
             spec = BotSpec(spec.kind, spec.value, _remote(where, key, name, entry, spec))
         else:
@@ -312,8 +356,9 @@ def _known(where: str, table: str, data: dict[str, Any], allowed: set[str]) -> N
     for key in data:
         if key not in allowed:
             place = f"[{table}]" if table else "the top level"
-            raise ConfigError(f"{where}: {table + '.' if table else ''}{key}: unknown key in "
-                              f"{place}; expected one of {', '.join(sorted(allowed))}")
+            raise ConfigError(f"{where}: {table + '.' if table else ''}"
+                              f"{one_line(str(key), 40)}: unknown key in {place}; "
+                              f"expected one of {', '.join(sorted(allowed))}")
 
 
 def _table(where: str, key: str, value: Any) -> dict[str, Any]:
@@ -326,11 +371,42 @@ def _str(where: str, key: str, value: Any) -> str:
     if value is None:
         raise ConfigError(f"{where}: {key}: missing; expected a string")
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: {key}: expected a non-empty string, got {value!r}")
+        raise ConfigError(f"{where}: {key}: expected a non-empty string, got {show(value)}")
     return value
 
 
 def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(f"{where}: {key}: expected an integer {low}..{high}, got {value!r}")
+        raise ConfigError(f"{where}: {key}: expected an integer {low}..{high}, got "
+                          f"{show(value)}")
     return value
+
+
+def _seed(where: str, value: Any) -> int:
+    """The seed: an integer 0..2^256-1, or a string of one in decimal or ``0x`` hex (TOML
+    integers stop at 2^63-1)."""
+    if isinstance(value, str) and _SEED_TEXT.fullmatch(value):
+        value = int(value, 0) if value.startswith("0x") else int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SEED:
+        raise ConfigError(f"{where}: seed: expected an integer 0..2^256-1, or a string of "
+                          f"one in decimal or 0x hex, got {show(value)}")
+    return value
+
+
+def _depth(where: str, data: dict[str, Any]) -> None:
+    """Refuse tables and arrays nested more than :data:`MAX_DEPTH` levels deep."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; False for a name no file can have (too long, NUL)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

@@ -68,6 +68,10 @@ def prepare(config: TournamentConfig, store: Store) -> tuple[int, str]:
             f"restore the file, or run again with --fresh to start afresh")
     if "seed" in meta:
         seed = int(meta["seed"])
+    elif config.seed is None and store.count_done():  # a new seed: other deals
+        raise TournamentError(
+            f"{store.path}: {store.count_done()} games are stored but not the seed they "
+            f"were dealt from; run again with --fresh to start afresh")
     else:
         seed = config.seed if config.seed is not None else secrets.randbits(128)
     commitment = seed_commitment(seed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,6 +66,16 @@ def tables(fmt: str, field: Sequence[str], seats: int,
         return [(c, *rest) for c in candidates
                 for rest in itertools.combinations(others, seats - 1)]
     raise ValueError(f"unknown schedule format {fmt!r}; allowed: {', '.join(FORMATS)}")
+
+
+def game_count(fmt: str, bots: int, seats: int, deals: int, candidates: int = 0) -> int:
+    """How many games :func:`schedule` makes, computed without making them: tables ×
+    ``deals`` × ``seats`` rotations (``bots`` is the field's size, candidates included)."""
+    if fmt == "gauntlet":
+        count = candidates * math.comb(max(bots - candidates, 0), seats - 1)
+    else:
+        count = math.comb(bots, seats)
+    return count * deals * seats
 
 
 def schedule(fmt: str, field: Sequence[str], seats: int, deals: int, tournament_seed: int,

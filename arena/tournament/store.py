@@ -20,15 +20,19 @@ Columns added after the first release (``bots.sandboxed``, ``bots.isolation``,
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from arena import chain
+from arena.errors import one_line, show
+from arena.rules.cards import CardError, parse_card
 from arena.tournament.schedule import ScheduledGame
 
 STORE_NAME = "tournament.sqlite"
@@ -109,7 +113,36 @@ _ADDED_COLUMNS = (
 
 
 class StoreError(RuntimeError):
-    """The store cannot be used (not a tournament store, or another version)."""
+    """The store cannot be used (not a tournament store, another version, damaged, or a
+    stored value that is not what the arena wrote); the message is one line naming the
+    file (and the game or key at fault)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn SQLite's errors (a damaged file, a foreign database) into :class:`StoreError`."""
+    @functools.wraps(method)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            store = args[0]
+            assert isinstance(store, Store)
+            raise StoreError(f"{store.path}: damaged or not a trick-arena store ({e})") from None
+    return guarded
+
+
+_INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults")
+"""Meta keys whose values are integers in decimal."""
+_JSON_META = {"options": dict, "candidates": list, "bots": list, "skipped": list}
+"""Meta keys whose values are JSON, and the type they hold."""
+_DECIMAL = re.compile(r"-?[0-9]{1,80}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,28 +185,61 @@ class Store:
 
     @classmethod
     def open(cls, folder: Path) -> Store:
-        """Open (creating if needed) the store in ``folder``."""
-        folder.mkdir(parents=True, exist_ok=True)
+        """Open (creating if needed) the store in ``folder``.
+
+        An existing file must be a store: an empty file, a damaged one or another
+        database is refused with :class:`StoreError` and left as it is."""
         path = folder / STORE_NAME
         try:
+            folder.mkdir(parents=True, exist_ok=True)
+            new = not path.exists()
+            if not new and not path.is_file():
+                raise StoreError(f"{path}: not a trick-arena store (not a file)")
+            if not new and path.stat().st_size == 0:
+                raise StoreError(f"{path}: not a trick-arena store (an empty file); move it "
+                                 f"away, or run the tournament again with --fresh")
+        except OSError as e:
+            raise StoreError(f"{path}: cannot open: {e.strerror or e}") from None
+        db: sqlite3.Connection | None = None
+        try:
             db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            if not new:
+                found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                                   " AND name = 'meta'").fetchone()
+                if found is None:
+                    raise StoreError(f"{path}: not a trick-arena store (an SQLite database "
+                                     f"without its tables)")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path}: not a trick-arena store ({e})") from None
+            if new:  # the tables and the version at once: never a store without a version
+                db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} INSERT OR IGNORE INTO meta "
+                                 f"(key, value) VALUES ('schema_version', "
+                                 f"'{SCHEMA_VERSION}'); COMMIT;")
+            else:
+                db.executescript(_SCHEMA)
+        except (sqlite3.DatabaseError, UnicodeDecodeError, StoreError) as e:
+            if db is not None:
+                db.close()
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{path}: damaged or not a trick-arena store ({e})") from None
         store = cls(db, path)
-        version = store.meta().get("schema_version")
-        if version is None:
-            store.set_meta({"schema_version": SCHEMA_VERSION})
-        elif version != SCHEMA_VERSION:
+        try:
+            version = store.meta().get("schema_version")
+        except StoreError:
             db.close()
-            raise StoreError(f"{path}: store schema version {version}; this arena reads "
-                             f"version {SCHEMA_VERSION}")
+            raise
+        if version is None:
+            db.close()
+            raise StoreError(f"{path}: not a trick-arena store (no schema version)")
+        if version != SCHEMA_VERSION:
+            db.close()
+            raise StoreError(f"{path}: store schema version {one_line(version, 40)}; this "
+                             f"arena reads version {SCHEMA_VERSION}")
         try:
             _add_missing_columns(db)  # after the version check: leave other versions alone
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             db.close()
             raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
         return store
@@ -228,14 +294,33 @@ class Store:
 
     # -- metadata and bots --------------------------------------------------------------
 
+    @_guarded
     def meta(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        """The tournament's metadata; raises :class:`StoreError` for a value the arena
+        did not write (a seed that is not a number, options that are not JSON, ...)."""
+        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        for key, value in meta.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise StoreError(f"{self.path}: meta {show(key)}: not text")
+        for key in _INT_META:
+            if key in meta and not _DECIMAL.fullmatch(meta[key]):
+                raise StoreError(f"{self.path}: meta {key}: {show(meta[key])} is not an "
+                                 f"integer")
+        for key, kind in _JSON_META.items():
+            if key in meta:
+                value = _json(meta[key], f"{self.path}: meta", key)
+                if not isinstance(value, kind):
+                    raise StoreError(f"{self.path}: meta {key}: not a JSON "
+                                     f"{'object' if kind is dict else 'list'}")
+        return meta
 
+    @_guarded
     def set_meta(self, values: Mapping[str, str]) -> None:
         with self._transaction():
             self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                                 list(values.items()))
 
+    @_guarded
     def set_bot(self, name: str, spec: str, version: str = "", author: str = "",
                 protocol_version: int | None = None, games: Sequence[str] = (), *,
                 sandboxed: bool = True, isolation: str = "", insecure: bool = False) -> None:
@@ -256,9 +341,16 @@ class Store:
         ``protocol_version``, ``games`` (a list), ``sandboxed`` (True when not recorded, as
         in a store written before the flag existed), ``isolation`` (``""`` if unsaid) and
         ``insecure`` (False when not recorded)."""
-        rows = self.db.execute(
+        rows = self._read(
             "SELECT name, spec, version, author, protocol_version, games, sandboxed, isolation,"
-            " insecure FROM bots ORDER BY name").fetchall()
+            " insecure FROM bots ORDER BY name")
+        types = (str, str, str | None, str | None, int | None, str | None, int | None,
+                 str | None, int | None)
+        for r in rows:
+            for column, (value, kind) in enumerate(zip(r, types, strict=True)):
+                if not isinstance(value, kind):
+                    raise StoreError(f"{self.path}: bot {show(r[0])}: column {column + 1} "
+                                     f"holds {show(value)}, not what the arena writes")
         return [{"name": r[0], "spec": r[1], "version": r[2], "author": r[3],
                  "protocol_version": r[4], "games": [g for g in (r[5] or "").split(",") if g],
                  "sandboxed": r[6] is None or bool(r[6]), "isolation": r[7] or "",
@@ -268,20 +360,25 @@ class Store:
     # -- games ------------------------------------------------------------------------
 
     def done_ids(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT id FROM games WHERE status = 'done'")}
+        return {r[0] for r in self._read("SELECT id FROM games WHERE status = 'done'")}
 
     def count_done(self) -> int:
-        return int(self.db.execute(
-            "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+        return int(self._read("SELECT COUNT(*) FROM games WHERE status = 'done'")[0][0])
 
     def count_faults(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM faults").fetchone()[0])
+        return int(self._read("SELECT COUNT(*) FROM faults")[0][0])
 
+    @_guarded
+    def _read(self, sql: str) -> list[Any]:
+        return self.db.execute(sql).fetchall()
+
+    @_guarded
     def reset_unfinished(self) -> int:
         """Forget games a stopped run left ``running``; returns how many."""
         with self._transaction():
             return self.db.execute("DELETE FROM games WHERE status = 'running'").rowcount
 
+    @_guarded
     def game_started(self, game: ScheduledGame) -> None:
         with self._transaction():
             self.db.execute(
@@ -290,6 +387,7 @@ class Store:
                 (game.id, game.seq, game.table_no, game.deal_no, game.rotation,
                  str(game.deal_seed), json.dumps(game.bots), time.time()))
 
+    @_guarded
     def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
                       latencies_ms: Sequence[Sequence[float]],
                       cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
@@ -332,28 +430,72 @@ class Store:
         """Every finished game in schedule order, one at a time (records are not kept).
 
         ``chain_order``: in results-chain order instead, games without a link last (in
-        schedule order)."""
-        links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
-                 else "NULL, NULL, NULL")
-        order = "g.chain_seq IS NULL, g.chain_seq, g.seq" if chain_order else "g.seq"
-        cursor = self.db.execute(
-            "SELECT g.id, g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
-            f" g.started_at, g.ended_at, g.record, {links} FROM games g"
-            f" WHERE g.status = 'done' ORDER BY {order}")
-        for row in cursor:
-            lat: dict[int, tuple[float, ...]] = {}
-            cpu: dict[int, tuple[float | None, ...]] = {}
-            for s, ms, cpu_ms in self.db.execute(
-                    "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?", (row[0],)):
-                lat[s] = tuple(json.loads(ms))
-                if cpu_ms is not None:
-                    cpu[s] = tuple(json.loads(cpu_ms))
-            bots = tuple(json.loads(row[6]))
-            yield StoredGame(row[0], row[1], row[2], row[3], row[4], int(row[5]), bots,
-                             row[7], row[8], json.loads(row[9]),
-                             tuple(lat.get(s, ()) for s in range(len(bots))),
-                             tuple(cpu.get(s, ()) for s in range(len(bots))),
-                             row[10], row[11], row[12])
+        schedule order). Raises :class:`StoreError` naming the game for a row the arena
+        did not write: a record that is not a JSON object with the seats' results, a bad
+        column."""
+        try:
+            links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
+                     else "NULL, NULL, NULL")
+            order = "g.chain_seq IS NULL, g.chain_seq, g.seq" if chain_order else "g.seq"
+            cursor = self.db.execute(
+                "SELECT g.id, g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
+                f" g.started_at, g.ended_at, g.record, {links} FROM games g"
+                f" WHERE g.status = 'done' ORDER BY {order}")
+            for row in cursor:
+                latencies = self.db.execute(
+                    "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?",
+                    (row[0],)).fetchall()
+                yield self._stored_game(row, latencies)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            raise StoreError(f"{self.path}: damaged or not a trick-arena store ({e})") from None
+
+    def _stored_game(self, row: Sequence[Any], latencies: Sequence[Sequence[Any]],
+                     ) -> StoredGame:
+        """A row of ``games`` and its ``latencies``, checked."""
+        game_id = row[0]
+        where = f"{self.path}: game {show(game_id)}"
+        if not isinstance(game_id, str):
+            raise StoreError(f"{where}: the id is not text")
+        for column, value in zip(("seq", "table_no", "deal_no", "rotation"), row[1:5],
+                                 strict=True):
+            if not isinstance(value, int):
+                raise StoreError(f"{where}: {column} {show(value)} is not an integer")
+        if not isinstance(row[5], str) or not _DECIMAL.fullmatch(row[5]):
+            raise StoreError(f"{where}: deal_seed {show(row[5])} is not an integer")
+        for column, value in zip(("started_at", "ended_at"), row[7:9], strict=True):
+            if not isinstance(value, int | float):
+                raise StoreError(f"{where}: {column} {show(value)} is not a time")
+        bots = _json(row[6], where, "bots")
+        if not isinstance(bots, list) or not bots or not all(isinstance(b, str)
+                                                             for b in bots):
+            raise StoreError(f"{where}: bots is not a list of bot names")
+        record = _json(row[9], where, "record")
+        problem = record_problem(record, len(bots))
+        if problem:
+            raise StoreError(f"{where}: record: {problem}")
+        lat: dict[int, tuple[float, ...]] = {}
+        cpu: dict[int, tuple[float | None, ...]] = {}
+        for s, ms, cpu_ms in latencies:
+            times = _json(ms, where, "latencies")
+            cpu_times = None if cpu_ms is None else _json(cpu_ms, where, "cpu_ms")
+            if (not isinstance(s, int) or not _numbers(times, False)
+                    or (cpu_times is not None and not _numbers(cpu_times, True))):
+                raise StoreError(f"{where}: latencies of seat {show(s)} are not lists of "
+                                 f"numbers")
+            lat[s] = tuple(times)
+            if cpu_times is not None:
+                cpu[s] = tuple(cpu_times)
+        for column, value in zip(("chain_seq", "chain_prev", "chain"), row[10:13],
+                                 strict=True):
+            if value is not None and not isinstance(value, int if column == "chain_seq"
+                                                    else str):
+                raise StoreError(f"{where}: {column} {show(value)} is not what the arena "
+                                 f"writes")
+        return StoredGame(game_id, row[1], row[2], row[3], row[4], int(row[5]), tuple(bots),
+                          row[7], row[8], record,
+                          tuple(lat.get(s, ()) for s in range(len(bots))),
+                          tuple(cpu.get(s, ()) for s in range(len(bots))),
+                          row[10], row[11], row[12])
 
     def _has_chain_columns(self) -> bool:
         """False for a store from before the chain opened read-only (not upgraded)."""
@@ -384,6 +526,86 @@ class Store:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)
+
+
+def _json(text: Any, where: str, what: str) -> Any:
+    """A stored JSON text, parsed; :class:`StoreError` naming ``where`` and ``what``."""
+    try:
+        if not isinstance(text, str):
+            raise ValueError(f"{type(text).__name__}, not text")
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, int too long, too deep
+        raise StoreError(f"{where}: {what} is not JSON ({e})") from None
+
+
+def _numbers(value: Any, nulls: bool) -> bool:
+    """Whether ``value`` is a list of numbers (and nulls, if allowed)."""
+    return isinstance(value, list) and all(
+        (isinstance(x, int | float) and not isinstance(x, bool)) or (nulls and x is None)
+        for x in value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def record_problem(record: Any, n: int) -> str | None:
+    """What is wrong with a stored record for ``n`` seats, as the leaderboard and the site
+    read it (the results, faults and bids; not the rules: ``arena verify`` checks those),
+    or None."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    for key in ("totals", "places"):
+        value = record.get(key)
+        if not isinstance(value, list) or len(value) != n or not all(map(_is_int, value)):
+            return f"{key} is not a list of {n} integers"
+    if not all(1 <= p <= n for p in record["places"]):
+        return f"places are not 1..{n}"
+    seats = record.get("seats")
+    if seats is not None and (not isinstance(seats, list) or len(seats) != n
+                              or not all(isinstance(x, str) for x in seats)):
+        return f"seats is not a list of {n} names"
+    forfeited = record.get("forfeited")
+    if forfeited is not None and (not isinstance(forfeited, list) or len(forfeited) != n):
+        return f"forfeited is not a list of {n} flags"
+    faults = record.get("faults", [])
+    if not isinstance(faults, list):
+        return "faults is not a list"
+    for i, fault in enumerate(faults):
+        if (not isinstance(fault, dict) or not _is_int(fault.get("seat"))
+                or not 0 <= fault["seat"] < n or not isinstance(fault.get("kind"), str)):
+            return f"faults[{i}] is not a fault of a seat 0..{n - 1}"
+    rounds = record.get("rounds", [])
+    if not isinstance(rounds, list):
+        return "rounds is not a list"
+    for i, rnd in enumerate(rounds):
+        problem = _round_problem(rnd, n)
+        if problem:
+            return f"rounds[{i}]: {problem}"
+    return None
+
+
+def _round_problem(rnd: Any, n: int) -> str | None:
+    if not isinstance(rnd, dict) or not _is_int(rnd.get("number")):
+        return "not an object with a round number"
+    hands = rnd.get("hands")
+    if not isinstance(hands, list) or len(hands) != n:
+        return f"hands is not a list of {n} hands"
+    for hand in hands:
+        if not isinstance(hand, list) or not all(isinstance(c, str) for c in hand):
+            return "a hand is not a list of cards"
+        try:
+            for card in hand:
+                parse_card(card)
+        except CardError as e:
+            return str(e)
+    bids, won = rnd.get("bids"), rnd.get("won")
+    if not isinstance(won, list) or len(won) != n or not all(map(_is_int, won)):
+        return f"won is not a list of {n} integers"
+    if bids is not None and (not isinstance(bids, list) or len(bids) != n
+                             or not all(map(_is_int, bids))):
+        return f"bids is not null or a list of {n} integers"
+    return None
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
