@@ -25,6 +25,7 @@ import pytest
 from arena import cli
 from arena.cli import main
 from arena.errors import MAX_MESSAGE
+from arena.files import MARKER
 from arena.record import MAX_RECORD_BYTES, game_record
 from arena.rules import new_game
 from arena.tournament.config import MAX_GAMES, load_config
@@ -94,10 +95,12 @@ def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def store_copy(tiny_store: Path, tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the tiny tournament (folder, store file) to damage."""
+    """A copy of the tiny tournament (folder, store file) to damage: an output folder the
+    arena made (its mark copied too), whose store was then damaged."""
     folder = tmp_path / "out"
     folder.mkdir()
     shutil.copy(tiny_store / "out" / STORE_NAME, folder / STORE_NAME)
+    shutil.copy(tiny_store / "out" / MARKER, folder / MARKER)
     return folder, folder / STORE_NAME
 
 
@@ -466,7 +469,8 @@ def test_verify_still_reads_good_records(tmp_path: Path,
     lines.write_text("".join(json.dumps(a_record(s)) + "\n\n" for s in range(3)))
     rc, out, err = run(capsys, "verify", one, lines)
     assert rc == 0, err
-    assert out.splitlines() == [f"{one}: ok (1 record)", f"{lines}: ok (3 records)"]
+    assert out.splitlines() == [f"{one}: ok (1 record), no chain",
+                                f"{lines}: ok (3 records), no chain"]
 
 
 def test_verify_of_a_folder_or_a_missing_file(tmp_path: Path,

@@ -292,7 +292,8 @@ def tamper_insert_unlinked(conn: sqlite3.Connection, ids: list[str]) -> tuple[st
     record = record_of(conn, ids[0])
     record["game_id"] = "t9-d0-r0"
     conn.execute("INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots,"
-                 " status, record) VALUES ('t9-d0-r0', 99, 9, 0, 0, ?, ?, 'done', ?)",
+                 " status, started_at, ended_at, record) VALUES ('t9-d0-r0', 99, 9, 0, 0, ?, ?,"
+                 " 'done', 1.0, 2.0, ?)",
                  (str(record["seed"]), json.dumps(record["seats"]), json.dumps(record)))
     return "t9-d0-r0", "added: it carries no chain link"
 
@@ -303,8 +304,8 @@ def tamper_insert_linked(conn: sqlite3.Connection, ids: list[str]) -> tuple[str,
     record["game_id"] = "t9-d0-r0"
     head = conn.execute("SELECT value FROM meta WHERE key = 'chain_head'").fetchone()[0]
     conn.execute("INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots,"
-                 " status, record, chain_seq, chain_prev, chain) VALUES ('t9-d0-r0', 99, 9, 0,"
-                 " 0, ?, ?, 'done', ?, ?, ?, ?)",
+                 " status, started_at, ended_at, record, chain_seq, chain_prev, chain)"
+                 " VALUES ('t9-d0-r0', 99, 9, 0, 0, ?, ?, 'done', 1.0, 2.0, ?, ?, ?, ?)",
                  (str(record["seed"]), json.dumps(record["seats"]), json.dumps(record),
                   len(ids), head, link(head, record)))
     return "t9-d0-r0", "added"
