@@ -223,12 +223,15 @@ def test_usage_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert not (tmp_path / "logs").exists()
 
 
-def test_wired_into_the_arena_command() -> None:
+def test_wired_into_the_arena_command(capsys: pytest.CaptureFixture[str]) -> None:
     from arena import cli
 
-    if "check-bot" not in cli.COMMANDS:
-        pytest.skip("check-bot is not wired into arena.cli yet")
+    assert "check-bot" in cli.COMMANDS
     assert cli.main(["check-bot", "random"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("arena check-bot: 'random' is a built-in bot; give cmd:COMMAND, "
+                   "grpc://HOST:PORT or unix:PATH\n")
 
 
 # -- real bots --------------------------------------------------------------------------
