@@ -18,6 +18,8 @@ import re
 import select
 import shlex
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -583,8 +585,9 @@ def test_publishing_again_replaces_the_old_site(wizard: Built, tmp_path: Path) -
         wizard.site / "data" / "leaderboard.json").read_text(encoding="utf-8")
 
 
-def _start_serve(site: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "arena", "serve", str(site), "--port", "0"],
+def _start_serve(site: Path, prefix: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([*prefix, sys.executable, "-m", "arena", "serve", str(site),
+                             "--port", "0"],
                             cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
     assert proc.stdout is not None
@@ -610,15 +613,51 @@ def test_serve_answers_on_loopback_and_stops_on_a_signal(wizard: Built,
         port = int(url.rsplit(":", 1)[1].strip("/"))
         assert _listening(port) == ["0100007F"], "not on 127.0.0.1 alone"
     finally:
-        proc.send_signal(sig)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail(f"arena serve did not stop on {sig.name}")
+        out, err = _stop_serve(proc, sig)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopped" in out
+
+
+def _stop_serve(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
+    """Send ``sig``; the output of ``arena serve`` once it stopped (fails if it does not)."""
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"arena serve did not stop on {sig.name}")
+
+
+def test_serve_stops_on_sigint_even_when_started_with_sigint_ignored(wizard: Built) -> None:
+    # as from a shell's background job: SIGINT is inherited as ignored
+    proc, url = _start_serve(wizard.site, ("sh", "-c", 'trap "" INT; exec "$@"', "sh"))
+    with urlopen(url + "index.html", timeout=10) as r:
+        assert r.status == 200
+    out, err = _stop_serve(proc, signal.SIGINT)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped" in out
+
+
+def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<!doctype html><title>t</title>")
+    (site / "big.bin").write_bytes(b"x" * (8 << 20))
+    proc, url = _start_serve(site)
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    try:
+        for _ in range(3):  # ask for 8 MiB and reset the connection before reading it
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+                client.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert client.recv(64).startswith(b"HTTP/1.0 200")
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with urlopen(url + "big.bin", timeout=10) as r:  # still serving
+            assert len(r.read()) == 8 << 20
+    finally:
+        _, err = _stop_serve(proc, signal.SIGTERM)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Error" not in err, err
 
 
 def _listening(port: int) -> list[str]:
