@@ -13,17 +13,13 @@ import cProfile
 import itertools
 import json
 import math
-import os
 import pstats
 import random
 import re
-import select
 import shlex
 import signal
 import socket
 import struct
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -33,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import urlopen
 
 import pytest
+from conftest import REPO, listening_on, start_server, stop_server
 
 from arena.cli import main
 from arena.publish.charts import nice_ticks
@@ -40,7 +37,6 @@ from arena.publish.markup import Slugs, slug
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 
-REPO = Path(__file__).resolve().parent.parent
 ODD = 'odd </script> & "co" <b>'
 WIZARD = f"""
 name = "publish-wizard"
@@ -586,57 +582,33 @@ def test_publishing_again_replaces_the_old_site(wizard: Built, tmp_path: Path) -
         wizard.site / "data" / "leaderboard.json").read_text(encoding="utf-8")
 
 
-def _start_serve(site: Path, prefix: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([*prefix, sys.executable, "-m", "arena", "serve", str(site),
-                             "--port", "0"],
-                            cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 15)
-    line = proc.stdout.readline() if ready else ""
-    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if not found:
-        proc.kill()
-        pytest.fail(f"arena serve printed {line!r}; stderr {proc.communicate()[1]!r}")
-    return proc, found.group(0)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_serve_answers_on_loopback_and_stops_on_a_signal(wizard: Built,
                                                          sig: signal.Signals) -> None:
-    proc, url = _start_serve(wizard.site)
+    server = start_server(wizard.site)
     try:
+        url = server.url
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
         with urlopen(url + "index.html", timeout=10) as r:
             assert r.status == 200 and r.headers.get_content_type() == "text/html"
             assert r.read() == (wizard.site / "index.html").read_bytes()
         with urlopen(url + "assets/replay.js", timeout=10) as r:
             assert r.headers.get_content_type() == "text/javascript"
         port = int(url.rsplit(":", 1)[1].strip("/"))
-        assert _listening(port) == ["0100007F"], "not on 127.0.0.1 alone"
+        assert listening_on(port) == ["0100007F"], "not on 127.0.0.1 alone"
     finally:
-        out, err = _stop_serve(proc, sig)
-    assert proc.returncode == 0, err
+        code, out, err = stop_server(server, sig)
+    assert code == 0, err
     assert "Traceback" not in err and "stopped" in out
-
-
-def _stop_serve(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
-    """Send ``sig``; the output of ``arena serve`` once it stopped (fails if it does not)."""
-    proc.send_signal(sig)
-    try:
-        return proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail(f"arena serve did not stop on {sig.name}")
 
 
 def test_serve_stops_on_sigint_even_when_started_with_sigint_ignored(wizard: Built) -> None:
     # as from a shell's background job: SIGINT is inherited as ignored
-    proc, url = _start_serve(wizard.site, ("sh", "-c", 'trap "" INT; exec "$@"', "sh"))
-    with urlopen(url + "index.html", timeout=10) as r:
+    server = start_server(wizard.site, ("sh", "-c", 'trap "" INT; exec "$@"', "sh"))
+    with urlopen(server.url + "index.html", timeout=10) as r:
         assert r.status == 200
-    out, err = _stop_serve(proc, signal.SIGINT)
-    assert proc.returncode == 0, err
+    code, out, err = stop_server(server, signal.SIGINT)
+    assert code == 0, err
     assert "Traceback" not in err and "stopped" in out
 
 
@@ -645,7 +617,8 @@ def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> No
     site.mkdir()
     (site / "index.html").write_text("<!doctype html><title>t</title>")
     (site / "big.bin").write_bytes(b"x" * (8 << 20))
-    proc, url = _start_serve(site)
+    server = start_server(site)
+    url = server.url
     port = int(url.rsplit(":", 1)[1].strip("/"))
     try:
         for _ in range(3):  # ask for 8 MiB and reset the connection before reading it
@@ -656,25 +629,9 @@ def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> No
         with urlopen(url + "big.bin", timeout=10) as r:  # still serving
             assert len(r.read()) == 8 << 20
     finally:
-        _, err = _stop_serve(proc, signal.SIGTERM)
-    assert proc.returncode == 0, err
+        code, _, err = stop_server(server, signal.SIGTERM)
+    assert code == 0, err
     assert "Traceback" not in err and "Error" not in err, err
-
-
-def _listening(port: int) -> list[str]:
-    """The local addresses listening on TCP ``port``, from /proc/net/tcp and tcp6."""
-    out = []
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            address, hexport = fields[1].split(":")
-            if fields[3] == "0A" and int(hexport, 16) == port:
-                out.append(address)
-    return out
 
 
 # -- small parts ----------------------------------------------------------------------------

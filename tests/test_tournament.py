@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO, processes_with
 
 TOURNAMENT = """
 name = "resume-test"
@@ -108,19 +107,8 @@ def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> Non
 def bot_pids(arena_pid: int) -> list[int]:
     """Live bot processes started by the arena process ``arena_pid`` (by their environment:
     the socket folder's name carries the arena's pid; it is seen inside the sandbox too)."""
-    marker = f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if any(v.startswith(marker) for v in environ.split(b"\0")) and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+    return processes_with(f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode(),
+                          zombies=False)
 
 
 def results(folder: Path) -> dict[str, Any]:
