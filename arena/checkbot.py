@@ -392,8 +392,10 @@ class Checker:
                 fault = f
             except Exception as e:  # never let one check end the run
                 fault = Fault("crash", f"{type(e).__name__}: {e}"[:300])
-        self.report.latencies_ms.append((time.perf_counter() - started) * 1000)
-        if scope.cancelled_caught:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.report.latencies_ms.append(elapsed_ms)
+        if scope.cancelled_caught or (fault is None and elapsed_ms > self.move_ms):
+            # as the referee: an answer after the deadline is late, grace or not
             raise Fault("timeout", f"no answer within {self.move_ms} ms")
         if fault is not None:
             raise fault

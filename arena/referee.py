@@ -24,7 +24,10 @@ from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, most_hel
 from arena.wire import GameResult, RoundResult, game_result, round_result
 
 GRACE_S = 0.25
-"""How long past a call's deadline the referee waits before abandoning it itself."""
+"""How long past a call's deadline the referee waits before abandoning it itself.
+
+An answer that comes in this grace is still a timeout: it only lets the transport report
+its own deadline first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +214,9 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
     latencies.append(elapsed_ms)
     if elapsed_ms > clock.move_ms:
         bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - clock.move_ms))
-    if scope.cancelled_caught:
+    if scope.cancelled_caught or (not kind and elapsed_ms > deadline_ms):
+        # the deadline is the deadline: the grace only bounds how long the referee waits
+        # for a call to end by itself, it does not lengthen the time to answer
         kind, detail = "timeout", f"no answer within {deadline_ms} ms"
     if not kind and action not in view.legal:
         kind = "illegal"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import trio
+from conftest import REPO, bot_processes, children
 
 from arena.botproc import BotSpec
 from arena.checkbot import (
@@ -32,7 +33,6 @@ from arena.checkbot import (
 from arena.rules import Decision, View
 from arena.rules.cards import JESTER, WIZARD
 
-ROOT = Path(__file__).resolve().parent.parent
 BOTS = Path(__file__).resolve().parent / "checkbot_bots"
 
 
@@ -40,8 +40,8 @@ def python_bot(path: Path) -> str:
     return f"cmd:python {shlex.quote(str(path))}"
 
 
-RANDOM_BOT = python_bot(ROOT / "sample_bots/python/random_bot.py")
-HEURISTIC_BOT = python_bot(ROOT / "sample_bots/python/heuristic_bot.py")
+RANDOM_BOT = python_bot(REPO / "sample_bots/python/random_bot.py")
+HEURISTIC_BOT = python_bot(REPO / "sample_bots/python/heuristic_bot.py")
 
 
 @pytest.fixture
@@ -52,32 +52,12 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     try:
         yield tmp
-        needle = f"ARENA_BOT_LISTEN=unix:{tmp}/".encode()
-        left = [pid for pid in _pids() if needle in _environ(pid)]
+        left = bot_processes(tmp)
         assert not left, f"bot processes left running: {left}"
-        assert not [p for p in _pids() if _ppid(p) == os.getpid()], "unreaped children"
+        assert not children(os.getpid()), "unreaped children"
         assert not list(tmp.glob("arena-bot-*")), "bot socket folders left"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def _environ(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return b""
-
-
-def _ppid(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rpartition(")")[2].split()[1])
 
 
 def check_bot(capsys: pytest.CaptureFixture[str], folder: Path,
@@ -223,12 +203,15 @@ def test_usage_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert not (tmp_path / "logs").exists()
 
 
-def test_wired_into_the_arena_command() -> None:
+def test_wired_into_the_arena_command(capsys: pytest.CaptureFixture[str]) -> None:
     from arena import cli
 
-    if "check-bot" not in cli.COMMANDS:
-        pytest.skip("check-bot is not wired into arena.cli yet")
+    assert "check-bot" in cli.COMMANDS
     assert cli.main(["check-bot", "random"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("arena check-bot: 'random' is a built-in bot; give cmd:COMMAND, "
+                   "grpc://HOST:PORT or unix:PATH\n")
 
 
 # -- real bots --------------------------------------------------------------------------
@@ -267,7 +250,7 @@ def test_random_bot_passes_and_the_json_report(capsys: pytest.CaptureFixture[str
 
 def node_modules_missing() -> list[str]:
     """The Node sample's dependencies not installed in its node_modules."""
-    node = ROOT / "sample_bots/node"
+    node = REPO / "sample_bots/node"
     try:
         wanted = json.loads((node / "package.json").read_text()).get("dependencies", {})
     except OSError:
@@ -279,10 +262,10 @@ def node_modules_missing() -> list[str]:
 @pytest.mark.skipif(bool(node_modules_missing()),
                     reason="the Node sample's node_modules is incomplete (run npm ci there)")
 def test_node_sample_passes(capsys: pytest.CaptureFixture[str], sandbox: Path) -> None:
-    spec = f"cmd:node {shlex.quote(str(ROOT / 'sample_bots/node/bot.js'))}"
+    spec = f"cmd:node {shlex.quote(str(REPO / 'sample_bots/node/bot.js'))}"
     # it loads the .proto at run time: its sandbox must see proto/
     code, report = check_bot_json(capsys, sandbox, spec, "--games", "1",
-                                  "--read-only", str(ROOT / "proto"))
+                                  "--read-only", str(REPO / "proto"))
     failed = [c for c in report["checks"] if not c["ok"]]
     assert code == 0 and not failed, failed
     assert report["bot"]["games"] == ["wizard", "trumps"]

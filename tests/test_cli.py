@@ -25,7 +25,24 @@ def test_play_prints_every_round_and_the_standings(capsys: pytest.CaptureFixture
     for r in range(1, 16):
         assert f"Round {r} of 15" in out
     assert "bids:" in out and "trick  1:" in out and "Final standings" in out
-    assert "Wizard" in out or "Jester" in out
+    # round 2 of seed 5 shows both special cards by name: Jesters in hands and tricks, a
+    # turned Wizard and the dealer's choice of trump
+    round_2 = out[out.index("Round 2 of 15"):out.index("Round 3 of 15")]
+    assert round_2 == """Round 2 of 15  dealer 1:random
+  0:heuristic  10♥ 8♠
+  1:random     2♥ Jester
+  2:random     K♦ 9♥
+  3:heuristic  3♠ Jester
+  trump card Wizard  trump ♠ spades (chosen by the dealer, 1:random)
+  bids: 2:random 0, 3:heuristic 1, 0:heuristic 1, 1:random 2
+  trick  1: 2:K♦  3:3♠  0:8♠  1:2♥  → 0:heuristic
+  trick  2: 0:10♥  1:Jester  2:9♥  3:Jester  → 0:heuristic
+  0:heuristic  bid 1, won 2  -10  total 10
+  1:random     bid 2, won 0  -20  total 0
+  2:random     bid 0, won 0  +20  total 40
+  3:heuristic  bid 1, won 0  -10  total 20
+
+"""
     assert any(s in out for s in "♣♦♥♠")
 
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 HOSTILE = "tests/bots/hostile"
 PY_HEURISTIC = "cmd:python sample_bots/python/heuristic_bot.py"
 PY_RANDOM = "cmd:python sample_bots/python/random_bot.py"

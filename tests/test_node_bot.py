@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
+from conftest import REPO
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -26,8 +27,7 @@ from arena.record import game_record, verify_record
 from arena.rules import Decision, Game, new_game
 from arena.v1 import bot_pb2, bot_pb2_grpc, game_pb2
 
-ROOT = Path(__file__).resolve().parent.parent
-BOT_DIR = ROOT / "sample_bots" / "node"
+BOT_DIR = REPO / "sample_bots" / "node"
 NODE = shutil.which("node")
 
 if NODE is None:

@@ -14,20 +14,20 @@ from typing import Any
 
 import grpc
 import pytest
+from conftest import REPO
 
 from arena import _genproto, wire
 from arena.rules import Decision, View, new_game
 from arena.v1 import bot_pb2, bot_pb2_grpc, game_pb2
 
-ROOT = Path(__file__).resolve().parent.parent
-BUF_DIR = ROOT / "tools" / "buf"
+BUF_DIR = REPO / "tools" / "buf"
 
 
 # -- generated code ---------------------------------------------------------------------
 
 
 def test_generated_code_is_current() -> None:
-    result = subprocess.run([sys.executable, "-m", "arena._genproto", "--check"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "arena._genproto", "--check"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
 
@@ -35,8 +35,8 @@ def test_generated_code_is_current() -> None:
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A copy of the repository's proto/ and arena/v1/."""
-    shutil.copytree(ROOT / "proto", tmp_path / "proto")
-    shutil.copytree(ROOT / "arena" / "v1", tmp_path / "arena" / "v1",
+    shutil.copytree(REPO / "proto", tmp_path / "proto")
+    shutil.copytree(REPO / "arena" / "v1", tmp_path / "arena" / "v1",
                     ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
@@ -103,15 +103,15 @@ def _buf() -> list[str]:
 
 
 def test_buf_lint_is_clean() -> None:
-    result = subprocess.run([*_buf(), "lint", str(ROOT)], cwd=BUF_DIR, capture_output=True,
+    result = subprocess.run([*_buf(), "lint", str(REPO)], cwd=BUF_DIR, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_buf_lint_wants_every_field_documented(tmp_path: Path) -> None:
     buf = _buf()
-    shutil.copytree(ROOT / "proto", tmp_path / "proto")
-    shutil.copy(ROOT / "buf.yaml", tmp_path / "buf.yaml")
+    shutil.copytree(REPO / "proto", tmp_path / "proto")
+    shutil.copy(REPO / "buf.yaml", tmp_path / "buf.yaml")
     proto = tmp_path / "proto" / "arena" / "v1" / "game.proto"
     text = proto.read_text()
     assert "  // The seat that made it.\n  uint32 seat = 1;" in text

@@ -292,7 +292,8 @@ def test_multiplayer_games_recover_the_true_strengths() -> None:
 # --- the bootstrap ------------------------------------------------------------------------
 
 
-def _coverage_and_width(units: int, tournaments: int, seed: int) -> tuple[float, float]:
+def _coverage_and_width(units: int, tournaments: int, seed: int,
+                        resamples: int = 400) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     covered = total = 0
     widths = []
@@ -300,7 +301,7 @@ def _coverage_and_width(units: int, tournaments: int, seed: int) -> tuple[float,
         strengths = _centred(rng.normal(0.0, 150.0, 5))
         true = {f"b{i}": 1500.0 + s for i, s in enumerate(strengths)}
         games = _tournament(true, units, rng, seats=4, games_per_unit=2)
-        for r in rate(games, resamples=400, seed=t):
+        for r in rate(games, resamples=resamples, seed=t):
             covered += r.low <= true[r.name] <= r.high
             total += 1
             widths.append(r.high - r.low)
@@ -308,8 +309,13 @@ def _coverage_and_width(units: int, tournaments: int, seed: int) -> tuple[float,
 
 
 def test_intervals_cover_the_truth_at_about_the_stated_rate_and_shrink_with_data() -> None:
-    coverage, width = _coverage_and_width(units=30, tournaments=100, seed=2024)
-    assert 0.86 <= coverage <= 0.99, coverage  # 500 intervals at a nominal 95%
+    # 1000 intervals at a nominal 95%. With 30 units the percentile bootstrap covers a
+    # little less, about 92% (over seeds 91-93%), and 90% intervals about 87% (85-89%).
+    # The band is that 92% plus or minus three binomial standard deviations, capped at
+    # 97%: 95% intervals pass it, 90% ones fall below it.
+    coverage, width = _coverage_and_width(units=30, tournaments=200, seed=2024, resamples=200)
+    sd = math.sqrt(0.92 * 0.08 / 1000)
+    assert 0.92 - 3 * sd <= coverage <= 0.97, coverage
     more_coverage, narrower = _coverage_and_width(units=120, tournaments=15, seed=99)
     assert more_coverage >= 0.85
     assert 0.35 < narrower / width < 0.65  # four times the data: about half the width

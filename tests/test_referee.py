@@ -326,6 +326,28 @@ def test_a_player_that_never_answers_times_out_after_the_deadline_and_grace() ->
     assert report.latencies_ms[0][0] == pytest.approx(200 + GRACE_S * 1000)
 
 
+@pytest.mark.parametrize("late_ms", [1, 120, GRACE_S * 1000 - 1])
+def test_an_answer_after_the_deadline_but_within_the_grace_is_a_timeout(
+        late_ms: float) -> None:
+    fakes = [Fake(lambda view, call: (200 + late_ms) / 1000), Fake(lowest)]
+    report = play("trumps", {"players": 2, "draw": False}, 3, fakes,
+                  TimeControl(move_ms=200, max_faults=99))
+    seat0 = [f for f in report.faults if f["seat"] == 0]
+    assert len(seat0) == len(fakes[0].calls) == 7
+    assert {(f["kind"], f["detail"]) for f in seat0} == {("timeout", "no answer within 200 ms")}
+    # the late answer (the lowest legal card) was not used: the default action was played
+    assert report.latencies_ms[0] == [pytest.approx(200 + late_ms)] * 7
+    for step in decisions_of(report.record, 0):
+        assert step.action == default_action(step.view)
+
+
+def test_an_answer_exactly_at_the_deadline_is_in_time() -> None:
+    fakes = [Fake(lambda view, call: 0.25), Fake(lowest)]  # exact in binary: no rounding
+    report = play("trumps", {"players": 2, "draw": False}, 3, fakes, TimeControl(move_ms=250))
+    assert report.faults == []
+    assert report.latencies_ms[0] == [250.0] * 7
+
+
 # -- forfeits -------------------------------------------------------------------------
 
 

@@ -17,158 +17,40 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
-import select
-import shutil
 import signal
-import subprocess
-import sys
-import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.error import HTTPError
 from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 import pytest
-from test_site_html import BOTS, REPO, Site, build_site, skip_or_fail, slug
+from conftest import (
+    REPO,
+    Watch,
+    listening_on,
+    open_page,
+    start_server,
+    state,
+    stop_server,
+)
+from test_site_html import BOTS, Site, build_site, slug
 
 from arena.rules.cards import card_symbol, parse_card
 
-try:
-    from playwright.sync_api import (
-        Browser,
-        BrowserContext,
-        Page,
-        Playwright,
-        Request,
-        Route,
-        sync_playwright,
-    )
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-quic"]
-LOCAL_HOSTS = ("127.0.0.1", "localhost")
-
-
-def chromium_path() -> str | None:
-    """The system's Chromium: $ARENA_CHROMIUM, else chromium or chromium-browser on PATH."""
-    given = os.environ.get("ARENA_CHROMIUM")
-    if given:
-        return given if os.access(given, os.X_OK) else None
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     return build_site(tmp_path_factory.mktemp("site-browser"))
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if sync_playwright is None:
-        skip_or_fail("Playwright for Python is not installed (pip install -e '.[test]')")
-    executable = chromium_path()
-    if executable is None:
-        skip_or_fail("no Chromium to drive: install Debian's chromium package "
-                     "(apt-get install chromium), or set ARENA_CHROMIUM")
-    pw: Playwright = sync_playwright().start()
-    try:
-        chromium = pw.chromium.launch(executable_path=executable, headless=True,
-                                      args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-    finally:
-        pw.stop()
-
-
-# -- watching what pages do -------------------------------------------------------------
-
-
-@dataclass
-class Watch:
-    """Console errors, page errors, failed loads and requests that would leave the
-    machine, for every page of one browser context. Outside requests are aborted."""
-
-    origin: str | None = None
-    """The http origin pages may load from (``arena serve``), or None: file:// only."""
-    problems: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-
-    def local(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if parts.scheme in ("file", "data", "blob", "about"):
-            return True
-        if parts.scheme in ("http", "https", "ws", "wss") and self.origin is not None:
-            origin = urlsplit(self.origin)
-            return (parts.hostname in LOCAL_HOSTS and parts.hostname == origin.hostname
-                    and parts.port == origin.port)
-        return False
-
-    def attach(self, context: BrowserContext) -> None:
-        context.route("**/*", self._route)
-        context.on("request", self._request)
-        context.on("requestfailed", lambda r: self.problems.append(
-            f"request failed: {r.url}: {r.failure}"))
-        context.on("response", lambda r: None if r.status < 400 or r.url.endswith(
-            "/favicon.ico") else self.problems.append(f"HTTP {r.status}: {r.url}"))
-        context.on("console", lambda m: self.problems.append(
-            f"console error: {m.text} ({m.location.get('url')}:{m.location.get('lineNumber')})"
-        ) if m.type == "error" else None)
-        context.on("weberror", lambda e: self.problems.append(f"page error: {e.error}"))
-
-    def check(self) -> None:
-        """Fail on anything seen so far (and forget it, so it is reported once)."""
-        blocked, problems = self.blocked[:], self.problems[:]
-        self.blocked.clear()
-        self.problems.clear()
-        assert not blocked, f"requests leaving the machine: {blocked}"
-        assert not problems, "\n".join(problems)
-
-    def _route(self, route: Route) -> None:
-        url = route.request.url
-        if self.local(url):
-            route.continue_()
-        else:
-            if url not in self.blocked:
-                self.blocked.append(url)
-            route.abort()
-
-    def _request(self, request: Request) -> None:
-        if not self.local(request.url) and request.url not in self.blocked:
-            self.blocked.append(request.url)
-
-
-@pytest.fixture
-def context(browser: Browser) -> Iterator[tuple[BrowserContext, Watch]]:
-    """A fresh browser context whose requests and errors are watched; a test that uses
-    it fails when any page it opened logged an error or asked for the outside world."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    ctx.set_default_timeout(10_000)
-    watch = Watch()
-    watch.attach(ctx)
-    try:
-        yield ctx, watch
-        watch.check()
-    finally:
-        ctx.close()
-
-
-def open_page(ctx: BrowserContext, url: str) -> Page:
-    page = ctx.new_page()
-    page.goto(url, wait_until="load")
-    return page
 
 
 # -- the leaderboard --------------------------------------------------------------------
@@ -328,29 +210,6 @@ def test_leaderboard_and_charts_without_javascript(browser: Browser, site: Site)
 
 
 # -- the replay viewer ------------------------------------------------------------------
-
-STATE_JS = """() => {
-    const r = document.getElementById('replay');
-    const hands = {};
-    for (const h of document.querySelectorAll('div.hand[data-seat]'))
-        hands[h.dataset.seat] = [...h.querySelectorAll('span.card')].map(c => c.dataset.card);
-    const tw = document.querySelector('span#trick-winner');
-    const cells = sel => Object.fromEntries([...document.querySelectorAll('table#scores ' + sel)]
-        .map(td => [td.dataset.seat, td.textContent.trim()]));
-    return {round: +r.dataset.round, trick: +r.dataset.trick, step: +r.dataset.step, hands,
-            winner: tw && tw.dataset.seat !== undefined && tw.dataset.seat !== ''
-                    ? +tw.dataset.seat : null,
-            winnerName: tw ? tw.textContent.trim() : null,
-            log: [...document.querySelectorAll('ol#tricks-log > li')].map(
-                li => [li.dataset.trick, li.dataset.winner]),
-            totals: cells('td.total'), won: cells('td.won'),
-            winningCards: [...document.querySelectorAll('div#trick .winner')].map(
-                e => e.dataset.card || null)};
-}"""
-
-
-def state(page: Page) -> dict[str, Any]:
-    return dict(page.evaluate(STATE_JS))
 
 
 def number(text: str) -> int:
@@ -634,73 +493,13 @@ def test_pages_from_file(site: Site, context: tuple[BrowserContext, Watch]) -> N
     watch.check()
 
 
-@dataclass
-class Server:
-    url: str
-    proc: subprocess.Popen[str]
-
-
-def read_line(proc: subprocess.Popen[str], deadline: float) -> str | None:
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-    return proc.stdout.readline() if ready else None
-
-
-def start_server(site: Site) -> Server:
-    """`arena serve SITE --port 0`, its URL read from what it prints."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "arena", "serve", str(site.root),
-                             "--port", "0"], cwd=REPO, text=True, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 15
-    printed = []
-    while time.monotonic() < deadline:
-        line = read_line(proc, deadline)
-        if not line:
-            break
-        printed.append(line)
-        found = re.search(r"https?://[\w.\[\]:-]+/\S*", line)
-        if found:
-            return Server(found.group(0), proc)
-    proc.kill()
-    _, err = proc.communicate(timeout=10)
-    pytest.fail(f"arena serve printed no URL: {printed} {err}")
-
-
-def stop_server(server: Server, sig: signal.Signals) -> tuple[int, str]:
-    server.proc.send_signal(sig)
-    try:
-        _, err = server.proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        server.proc.communicate(timeout=10)
-        pytest.fail(f"arena serve did not stop on {sig.name}")
-    return server.proc.returncode, err
-
-
-def listening_on(port: int) -> list[str]:
-    """The local addresses listening on TCP ``port`` (from /proc/net/tcp and tcp6)."""
-    out = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            local, state = line.split()[1], line.split()[3]
-            address, hexport = local.split(":")
-            if state == "0A" and int(hexport, 16) == port:
-                out.append(address)
-    return out
-
-
 @pytest.fixture(scope="module")
 def served(site: Site) -> Iterator[str]:
-    server = start_server(site)
+    server = start_server(site.root)
     try:
         yield server.url
     finally:
-        _, err = stop_server(server, signal.SIGTERM)
+        _, _, err = stop_server(server, signal.SIGTERM)
         assert server.proc.poll() is not None, "arena serve did not exit on SIGTERM"
         assert "Traceback" not in err, err
 
@@ -718,7 +517,7 @@ def test_pages_over_http(site: Site, served: str,
 
 
 def test_serve_loopback_only_and_stops_on_ctrl_c(site: Site) -> None:
-    server = start_server(site)
+    server = start_server(site.root)
     try:
         parts = urlsplit(server.url)
         assert parts.scheme == "http" and parts.hostname == "127.0.0.1", server.url
@@ -735,6 +534,6 @@ def test_serve_loopback_only_and_stops_on_ctrl_c(site: Site) -> None:
         missing.value.close()
         assert missing.value.code == 404
     finally:
-        code, err = stop_server(server, signal.SIGINT)
+        code, _, err = stop_server(server, signal.SIGINT)
     assert code in (0, 130, -signal.SIGINT), f"exit {code} on Ctrl-C"
     assert "Traceback" not in err, err

@@ -6,7 +6,7 @@ module. The tests check that the faulty bot's page lists its faults with working
 to the games where they happened, that the leaderboard counts them, and that a Trumps
 replay (with draws from the stock) names the same trick winners and ends on the same
 totals as the record. Browser set-up, request watching and the skip rules are those of
-``test_site_browser.py``.
+``test_site_browser.py``, from ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_site_browser import Watch, browser, context, open_page, state
-from test_site_html import REPO, Site, slug
+from conftest import REPO, Watch, open_page, state
+from test_site_html import Site, slug
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
-
-__all__ = ["browser", "context"]  # the fixtures of test_site_browser, used here too
 
 FAULTY = "illegal"
 BOTS = ((FAULTY, "cmd:python tests/bots/illegal.py"), ("heuristic", "heuristic"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,12 +21,11 @@ from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO, skip_or_fail
 
 BOTS = (("heuristic", "heuristic"), ("random", "random"), ("heuristic-b", "heuristic"),
         ("random-b", "random"), ("heuristic-c", "heuristic"))
@@ -44,17 +42,6 @@ deals = 1
 """ + "".join(f'\n[[bots]]\nname = "{name}"\nspec = "{spec}"\n' for name, spec in BOTS)
 GAMES = 20
 """5 tables (each leaves one bot out) x 1 deal x 4 rotations."""
-
-
-REQUIRE = "ARENA_REQUIRE_BROWSER"
-"""When set (CI sets it where it installs Chromium and Java), a missing browser, validator
-or runtime fails these tests instead of skipping them."""
-
-
-def skip_or_fail(reason: str) -> NoReturn:
-    if os.environ.get(REQUIRE):
-        pytest.fail(f"{reason} ({REQUIRE} is set)", pytrace=False)
-    pytest.skip(reason)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO, processes_with
 
 TOURNAMENT = """
 name = "resume-test"
@@ -108,19 +107,8 @@ def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> Non
 def bot_pids(arena_pid: int) -> list[int]:
     """Live bot processes started by the arena process ``arena_pid`` (by their environment:
     the socket folder's name carries the arena's pid; it is seen inside the sandbox too)."""
-    marker = f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if any(v.startswith(marker) for v in environ.split(b"\0")) and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+    return processes_with(f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode(),
+                          zombies=False)
 
 
 def results(folder: Path) -> dict[str, Any]:
@@ -280,3 +268,95 @@ def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path:
     forfeits = {b["name"]: b["forfeits"] for b in board["bots"]}
     assert forfeits["illegal"] > 0
     assert sum(forfeits.values()) == forfeits["illegal"]
+
+
+SEEDLESS = (TOURNAMENT.replace("seed = 424242\n", "").replace("deals = 2", "deals = 1")
+            .replace('name = "random2"\nspec = "random"',
+                     'name = "sleepy"\nspec = "cmd:python tests/bots/sleepy.py --sleep-ms 15"'))
+SEEDLESS_TOTAL = 5 * 1 * 4
+
+
+def stored_games(folder: Path) -> dict[str, tuple[str, str]]:
+    """Every game row of the store: id -> (deal seed, status)."""
+    with sqlite3.connect(folder / "tournament.sqlite") as db:
+        return {i: (seed, status) for i, seed, status in
+                db.execute("SELECT id, deal_seed, status FROM games")}
+
+
+def stored_seed(folder: Path) -> str:
+    with sqlite3.connect(folder / "tournament.sqlite") as db:
+        return str(db.execute("SELECT value FROM meta WHERE key = 'seed'").fetchone()[0])
+
+
+def check_only_done_games_are_counted(out: Path, done: set[str], tmp_path: Path) -> None:
+    """export, leaderboard (every format) and publish of a store with `running` rows."""
+    n = len(done)
+    exported = arena("export", str(out), "--out", str(tmp_path / "games.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    lines = (tmp_path / "games.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["game_id"] for line in lines) == sorted(done)
+    shown = {}
+    for fmt in ("json", "csv", "md", "table"):
+        board = arena("leaderboard", str(out), "--format", fmt, "--resamples", "50")
+        assert board.returncode == 0, board.stderr
+        shown[fmt] = board.stdout
+    board_json = json.loads(shown["json"])
+    assert board_json["games"] == n
+    assert sum(b["games"] for b in board_json["bots"]) == 4 * n
+    rows = list(__import__("csv").DictReader(shown["csv"].splitlines()))
+    assert sum(int(row["games"]) for row in rows) == 4 * n
+    assert f"{n} games" in shown["md"] and f"{n} games" in shown["table"]
+    site = tmp_path / "site"
+    published = arena("publish", str(out), "--out", str(site), "--resamples", "50")
+    assert published.returncode == 0, published.stderr
+    records = (site / "data" / "games.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["game_id"] for line in records) == sorted(done)
+    listing = (site / "games.html").read_text()
+    assert f'id="games-count" for="filter-bot filter-table filter-deal">{n} games<' in listing
+
+
+def test_a_seedless_tournament_killed_and_resumed_keeps_its_drawn_seed(tmp_path: Path) -> None:
+    """No `seed` in the file: the first run draws one and stores it; after a kill -9 the
+    store (with `running` rows) exports, ranks and publishes its finished games only, and
+    the resumed run reuses the stored seed: the same deal seeds, and the same results as
+    an uninterrupted run of the file with that seed written in."""
+    path = tmp_path / "seedless.toml"
+    path.write_text(SEEDLESS)
+    out = tmp_path / "killed"
+    proc = start_arena("tournament", str(path), "--out", str(out), "--resamples", "200")
+    try:
+        wait_for_games(out, 3, proc)
+        deadline = time.monotonic() + 60
+        while "running" not in {status for _, status in stored_games(out).values()}:
+            assert proc.poll() is None and time.monotonic() < deadline, "no game started"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)  # while a game is running
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    before = stored_games(out)
+    seed = stored_seed(out)
+    done = {i for i, (_, status) in before.items() if status == "done"}
+    assert "running" in {status for _, status in before.values()}, before
+    assert 3 <= len(done) < SEEDLESS_TOTAL
+    check_only_done_games_are_counted(out, done, tmp_path)
+    resumed = arena("tournament", str(path), "--out", str(out), "--resamples", "200")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming: {len(done)} of {SEEDLESS_TOTAL} games already played" in resumed.stdout
+    assert stored_seed(out) == seed
+    after = stored_games(out)
+    assert {i: s for i, (s, _) in before.items()} == {i: after[i][0] for i in before}
+    assert {status for _, status in after.values()} == {"done"}
+    seeded = tmp_path / "seeded.toml"
+    seeded.write_text(SEEDLESS.replace('seats = 4\n', f'seats = 4\nseed = {seed}\n'))
+    straight = tmp_path / "straight"
+    done_straight = arena("tournament", str(seeded), "--out", str(straight),
+                          "--resamples", "200")
+    assert done_straight.returncode == 0, done_straight.stderr
+    assert stored_games(straight) == after
+    resumed_results, straight_results = results(out), results(straight)
+    for board in (resumed_results["board"], straight_results["board"]):
+        board.pop("tournament_hash")  # the files differ by the seed line
+    assert resumed_results == straight_results

@@ -42,16 +42,24 @@ class _Handler(SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection (a browser closing a tab) is no error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class _Stop(Exception):
-    """Raised in the main thread by the SIGTERM handler to leave serve_forever."""
+    """Raised in the main thread by the SIGINT or SIGTERM handler to leave serve_forever."""
 
 
 def make_server(site: Path, port: int) -> ThreadingHTTPServer:
     """A server for ``site`` bound to 127.0.0.1:``port`` (0: a free port)."""
     handler = partial(_Handler, directory=str(site))
-    server = ThreadingHTTPServer((HOST, port), handler)
-    server.daemon_threads = True
-    return server
+    return _Server((HOST, port), handler)
 
 
 def serve(site: Path, port: int, ready: Callable[[str], None] | None = None) -> None:
@@ -65,9 +73,12 @@ def serve(site: Path, port: int, ready: Callable[[str], None] | None = None) -> 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise _Stop
 
-    previous = None
+    # SIGINT too: a shell starts a background job with SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler of its own
+    previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, stop)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, stop)
     try:
         if ready is not None:
             ready(url)
@@ -76,5 +87,5 @@ def serve(site: Path, port: int, ready: Callable[[str], None] | None = None) -> 
         pass
     finally:
         server.server_close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
