@@ -28,7 +28,7 @@ from arena.files import safe_name
 from arena.referee import Fault, Player
 from arena.rules import Decision, View
 from arena.sandbox import Confinement
-from arena.trio_grpc import rpc_code, rpc_details, unary_call
+from arena.trio_grpc import rpc_code, rpc_details, timed_unary_call, unary_call
 from arena.v1 import bot_pb2_grpc
 from arena.wire import (
     PROTOCOL_VERSION,
@@ -395,11 +395,13 @@ class RemotePlayer:
         self.connection = connection
         self.name = name or connection.name
         self.last_cpu_ms: float | None = None
+        self.last_call_ms: float | None = None
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
         conn = self.connection
         self.last_cpu_ms = None
+        self.last_call_ms = None
         stub = await conn.stub()
         assert stub is not None
         process = conn.process
@@ -410,7 +412,8 @@ class RemotePlayer:
         before = conn.cpu_ns(stopped_ok=True)
         conn.wake()
         try:
-            response = await unary_call(method, request, timeout=deadline_ms / 1000)
+            response, took = await timed_unary_call(method, request, deadline_ms / 1000)
+            self.last_call_ms = took * 1000
         except grpc.RpcError as e:
             code = rpc_code(e)
             kind = "protocol" if code is None else _FAULTS_BY_CODE.get(code, "protocol")

@@ -57,6 +57,8 @@ class Player(Protocol):
     name: str
     last_cpu_ms: float | None
     """The bot's own CPU time for its last :meth:`decide`, where it can be measured."""
+    # A player may also have ``last_call_ms``: how long its last :meth:`decide` call took
+    # on the wire (start to answer), the bot's clock where the player can measure it.
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -211,6 +213,11 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
         except Exception as e:  # a broken in-process bot must not stop the game
             kind, detail = "crash", f"{type(e).__name__}: {e}"[:300]
     elapsed_ms = (trio.current_time() - started) * 1000
+    # The bot's own time: its call from start to answer, where the player measures it (a
+    # gRPC bot), not the arena's work around the call or a wait for the busy trio thread.
+    call_ms = getattr(player, "last_call_ms", None)
+    if not scope.cancelled_caught and isinstance(call_ms, float):
+        elapsed_ms = min(elapsed_ms, call_ms)
     latencies.append(elapsed_ms)
     if elapsed_ms > clock.move_ms:
         bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - clock.move_ms))

@@ -9,6 +9,7 @@ measurements behind this choice.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
@@ -20,15 +21,25 @@ async def unary_call(method: Any, request: Any, timeout: float) -> Any:
 
     Returns the response; raises :class:`grpc.RpcError` as the blocking call would.
     """
+    return (await timed_unary_call(method, request, timeout))[0]
+
+
+async def timed_unary_call(method: Any, request: Any, timeout: float) -> tuple[Any, float]:
+    """:func:`unary_call`, and how long the call itself took, in seconds: from its start
+    to its answer on grpcio's thread, before the trio task gets to run again (so a busy
+    trio thread does not lengthen it)."""
     token = trio.lowlevel.current_trio_token()
     event = trio.Event()
+    ended: list[float] = []
 
     def done(_future: Any) -> None:
+        ended.append(time.perf_counter())
         try:
             token.run_sync_soon(event.set)
         except trio.RunFinishedError:  # the trio run ended before the call did
             pass
 
+    started = time.perf_counter()
     future = method.future(request, timeout=timeout)
     future.add_done_callback(done)
     try:
@@ -36,7 +47,8 @@ async def unary_call(method: Any, request: Any, timeout: float) -> Any:
     except BaseException:
         future.cancel()
         raise
-    return future.result()
+    took = (ended[0] if ended else time.perf_counter()) - started
+    return future.result(), took
 
 
 def rpc_code(error: grpc.RpcError) -> grpc.StatusCode | None:
