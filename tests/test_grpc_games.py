@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from conftest import (
     REPO,
     SAMPLE_BOTS,
@@ -580,3 +581,39 @@ def test_round_ended_goes_only_to_bots_that_want_it(arena_sandbox: Sandbox) -> N
     assert heard == list(range(1, 11))  # 6 players: 10 rounds
     assert [c for c in read_trace(plain) if c["call"] == "round_ended"] == []
     assert decision_calls(read_trace(plain))  # it did play
+
+
+async def _game_with_a_stalled_arena(specs: list[str], tmp: Path, clock: TimeControl,
+                                     stall_s: float, gap_s: float) -> GameReport:
+    """A game while another task of the arena's trio thread keeps it busy: blocked for
+    ``stall_s`` out of every ``stall_s + gap_s`` (an arena starting processes, encoding
+    other games' requests...)."""
+    game = new_game("trumps", {"players": 4}, 7)
+    seats = [SeatSpec(f"seat{i}", BotSpec.parse(s)) for i, s in enumerate(specs)]
+    async with (seated_players(seats, "trumps", tmp / "logs", 7,
+                               confinement=TRUSTED) as players,
+                trio.open_nursery() as nursery):
+        async def stall() -> None:
+            while True:
+                await trio.sleep(gap_s)
+                time.sleep(stall_s)  # the trio thread itself is busy
+
+        nursery.start_soon(stall)
+        report = await play_game(game, players, clock, game_id="g", table_id="t")
+        nursery.cancel_scope.cancel()
+    return report
+
+
+def test_a_busy_arena_does_not_spend_the_bots_clock(arena_sandbox: Sandbox) -> None:
+    # The bot answers after 100 ms of its 300; the arena's own thread is stalled for 350
+    # ms at a time, so it gets to each answer after the deadline. The bot's clock is its
+    # call (send to answer), not the arena's stall: no timeout, and the recorded times
+    # are the calls'.
+    sleepy = bot_cmd(TEST_BOTS / "sleepy.py", "--sleep-ms", 100)
+    report = run_trio(_game_with_a_stalled_arena, [sleepy, "heuristic", "random", "random"],
+                      arena_sandbox.tmp, TimeControl(move_ms=300, max_faults=99),
+                      0.35, 0.01)
+    record = report.record
+    assert [f for f in record["faults"] if f["seat"] == 0] == []
+    times = report.latencies_ms[0]
+    assert times and all(100 <= t < 300 for t in times), times
