@@ -218,6 +218,9 @@ class Cgroup:
         """Threads already set to idle priority while the bot starts (a thread made later
         inherits it from the thread that made it)."""
         self._idle_pids: dict[int, int] = {}
+        self._sandbox_up = False
+        """Whether the bot's first process has gone far enough to run at idle priority
+        (see :meth:`idle_priority`)."""
         """Processes whose autogroup is at the idle weight, with their session then (a
         new session makes a new autogroup, at normal weight)."""
         self.cpu_at_rest: int | None = None
@@ -378,6 +381,14 @@ class Cgroup:
         Called again and again while the bot starts, it touches only the processes and
         threads it has not seen yet (the bot's start-up must not cost the arena more
         than the bot)."""
+        if not self._sandbox_up:
+            # Not before bubblewrap's process 1 has asked to die with its parent (it does
+            # so first thing, before it starts the bot): starved at idle priority before
+            # that, it would outlive an arena killed meanwhile. Its bot process (pid 2 or
+            # more in the bot's PID namespace) shows it has.
+            if not any(_inner_pid(pid) > 1 for pid in self.pids()):
+                return
+            self._sandbox_up = True
         self._set_priority(os.SCHED_IDLE, 19, self._idle_pids, self._idle_tids)
 
     def normal_priority(self) -> None:
@@ -447,6 +458,20 @@ def _read(path: str) -> str:
         return ""
     finally:
         os.close(fd)
+
+
+def _inner_pid(pid: int) -> int:
+    """The process's pid in its own (innermost) PID namespace: 1 for bubblewrap's first
+    process in a sandbox, 2 or more for what it starts; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    ids = line.split()[1:]
+                    return int(ids[-1]) if len(ids) > 1 else pid
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _tids(pid: int) -> list[int]:
@@ -718,9 +743,13 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -
     if cgroup is not None:
         # the shell writes its own pid into each cgroup, then execs the rest: every
         # process of the bot starts inside, without a preexec_fn
+        # (and it goes no further if the arena ended before setpriv could ask for the
+        # signal: its parent is then no longer the arena)
         prefix += ["/bin/sh", "-c",
+                  '[ "$PPID" = "$1" ] || exit 125; shift; '
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
-                  'shift; exec "$@"', "arena-spawn", *cgroup.procs_files(), "--"]
+                  'shift; exec "$@"', "arena-spawn", str(os.getpid()), *cgroup.procs_files(),
+                  "--"]
     rlimits = rlimit_args(limits, mechanism)
     if rlimits:
         prlimit = shutil.which("prlimit")

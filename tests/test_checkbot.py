@@ -211,7 +211,7 @@ def test_wired_into_the_arena_command(capsys: pytest.CaptureFixture[str]) -> Non
     out, err = capsys.readouterr()
     assert out == ""
     assert err == ("arena check-bot: 'random' is a built-in bot; give cmd:COMMAND, "
-                   "grpc://HOST:PORT or unix:PATH\n")
+                   "grpc://HOST:PORT, grpcs://HOST:PORT or unix:PATH\n")
 
 
 # -- real bots --------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def assert_verifies(record: dict[str, Any], path: Path,
     code = arena_main(["verify", str(path)])
     out, err = capsys.readouterr()
     assert (code, err) == (0, ""), err
-    assert out == f"{path}: ok (1 record)\n"
+    assert out == f"{path}: ok (1 record), no chain\n"
 
 
 async def _game(game_name: str, options: dict[str, Any], seed: int, specs: list[str],
