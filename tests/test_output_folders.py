@@ -117,7 +117,9 @@ def test_a_site_folder_is_not_a_tournament_output(
 
 def test_fresh_removes_what_the_arena_made_and_keeps_the_rest(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], arena_sandbox: Sandbox) -> None:
-    file = toml(tmp_path, tournament(f'\n[[bots]]\nname = "py"\nspec = "{PY_BOT}"\n'))
+    # one process for the Python bot ("shared"): the logs are what matters here
+    text = tournament(f'\n[[bots]]\nname = "py"\nspec = "{PY_BOT}"\n')
+    file = toml(tmp_path, text.replace("seats = 4\n", 'seats = 4\nisolation = "shared"\n'))
     out = tmp_path / "out"
     code, stdout, err = run(capsys, "tournament", str(file), "--out", str(out),
                             "--resamples", "20")

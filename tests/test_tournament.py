@@ -270,7 +270,10 @@ def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path:
     assert sum(forfeits.values()) == forfeits["illegal"]
 
 
-SEEDLESS = (TOURNAMENT.replace("seed = 424242\n", "").replace("deals = 2", "deals = 1")
+# one process per bot for all games ("shared"): this test is about the seed, and with
+# one deal "deal" isolation would start a process per bot per game
+SEEDLESS = (TOURNAMENT.replace("seed = 424242\n", 'isolation = "shared"\n')
+            .replace("deals = 2", "deals = 1")
             .replace('name = "random2"\nspec = "random"',
                      'name = "sleepy"\nspec = "cmd:python tests/bots/sleepy.py --sleep-ms 15"'))
 SEEDLESS_TOTAL = 5 * 1 * 4
