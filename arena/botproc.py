@@ -440,7 +440,7 @@ class BotProcess:
             starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
                         else None)
             while not os.path.exists(socket_path):
-                if starting is not None:
+                if starting is not None and self.idle:
                     starting.idle_priority()
                 if self.returncode is not None:
                     raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
@@ -463,6 +463,13 @@ class BotProcess:
                 await self.aclose()
             raise
         return channel
+
+    def hurry(self) -> None:
+        """Stop starting at idle priority: a game now waits for this process."""
+        if self.idle:
+            self.idle = False
+            if self._cgroup is not None and idle_start_possible(self._cgroup):
+                self._cgroup.normal_priority()
 
     async def start(self) -> grpc.Channel:
         """:meth:`spawn`, then :meth:`ready`."""

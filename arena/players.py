@@ -289,6 +289,14 @@ class BotConnection:
     def cpu_ns(self, stopped_ok: bool = False) -> int | None:
         return self._process.cpu_ns(stopped_ok) if self._process is not None else None
 
+    def hurry(self, core: int | None) -> None:
+        """A game now waits for this connection while its process starts (a spare started
+        ahead, at idle priority): start it at normal priority, held to the game's core."""
+        self._idle = False
+        self.pin(core)
+        if self._process is not None:
+            self._process.hurry()
+
     def pin(self, core: int | None) -> None:
         """Hold this bot to ``core`` while it plays a game (a restart keeps it there):
         with one game per core, a thinking bot has its core to itself, and cannot take

@@ -54,7 +54,8 @@ class BotPool:
         self._spares_wanted = spares if spec.kind == "cmd" and isolation != "shared" else 0
         self._idle: list[BotConnection] = []
         self._spares: list[BotConnection] = []
-        self._starting = 0
+        self._starting: list[_Starting] = []
+        """Spares still starting, oldest first."""
         self._shared: BotConnection | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
@@ -130,7 +131,23 @@ class BotPool:
     async def _fresh(self, core: int | None) -> BotConnection:
         if self._spares:
             return self._spares.pop(0)
-        # no spare ready: start one now rather than wait for a spare at idle priority
+        for starting in self._starting:
+            if starting.claimed:
+                continue
+            # no spare ready, but one is on its way: the game waits for that one, now
+            # at normal priority on the game's core (its start so far is not wasted)
+            starting.claimed = True
+            starting.conn.hurry(core)
+            try:
+                await starting.done.wait()
+            except BaseException:  # the game was called off: it is a spare again
+                starting.claimed = False
+                raise
+            if starting.ok:
+                self._top_up()
+                return starting.conn
+            break  # it could not start: try once more, and report the failure
+        # nothing on its way: start one now rather than wait for a spare at idle priority
         conn = self._make(False)
         conn.pin(core)
         self.started += 1
@@ -142,12 +159,14 @@ class BotPool:
         """Start spare processes in the background, so a game rarely waits for one."""
         if self._nursery is None or self._closed:
             return
-        while len(self._spares) + self._starting < self._spares_wanted:
-            self._starting += 1
-            self._nursery.start_soon(self._start_spare)
+        while (len(self._spares) + sum(not s.claimed for s in self._starting)
+               < self._spares_wanted):
+            starting = _Starting(self._make(True))
+            self._starting.append(starting)
+            self._nursery.start_soon(self._start_spare, starting)
 
-    async def _start_spare(self) -> None:
-        conn = self._make(True)
+    async def _start_spare(self, starting: _Starting) -> None:
+        conn = starting.conn
         self.started += 1
         try:
             await conn.open(self._game)
@@ -156,8 +175,13 @@ class BotPool:
         except BaseException:
             await conn.aclose()
             raise
+        else:
+            starting.ok = True
         finally:
-            self._starting -= 1
+            self._starting.remove(starting)
+            starting.done.set()
+        if starting.claimed:
+            return  # a game took it while it started
         if self._closed:
             await conn.aclose()
         else:
@@ -174,3 +198,13 @@ class BotPool:
             async with trio.open_nursery() as nursery:
                 for conn in conns:
                     nursery.start_soon(conn.aclose)
+
+
+class _Starting:
+    """A spare process on its way, which a game may claim before it is ready."""
+
+    def __init__(self, conn: BotConnection) -> None:
+        self.conn = conn
+        self.done = trio.Event()
+        self.ok = False
+        self.claimed = False

@@ -199,6 +199,9 @@ def _read(path: str, what: str, prog: str) -> bytes:
         sys.exit(2)
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None:
     """Serve ``bot`` until SIGTERM or SIGINT; the listen address comes from ``--listen``
     or ``ARENA_BOT_LISTEN`` (``unix:PATH`` or ``HOST:PORT``; port 0 picks a free one).
@@ -261,10 +264,14 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
     log.info("serving%s on %s", f" ({', '.join(guards)})" if guards else "", where)
 
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in _STOP_SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
     _watch_parent(stop)
-    stop.wait()
+    # Python runs a signal's handler in the main thread, and only when that thread runs
+    # Python code: a signal the kernel hands to one of gRPC's threads would wait until
+    # the main thread wakes. So it wakes often, and the bot stops at once when asked.
+    while not stop.wait(0.1):
+        pass
     log.info("stopping")
     health_servicer.enter_graceful_shutdown()
     server.stop(grace=0.5).wait()

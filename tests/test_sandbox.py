@@ -288,3 +288,41 @@ def test_the_arena_refuses_to_run_unsandboxed_when_bubblewrap_is_missing(
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "'bubblewrap' package" in done.stderr
     assert shutil.which("bwrap", path=str(tmp_path)) is None
+
+
+# -- ending ----------------------------------------------------------------------------
+
+
+@needs_cgroups
+def test_sdk_bots_stopped_between_calls_end_on_sigterm_not_sigkill(
+        arena_sandbox: Sandbox) -> None:
+    # A Python bot stopped and continued between its calls (as in every game) must act
+    # on the SIGTERM that ends it well inside the grace before SIGKILL, whichever of its
+    # threads the kernel hands the signal to: a bot that waits out the grace holds up the
+    # game that retires it. Six bots, so a signal sometimes lands off the main thread.
+    conns = [BotConnection(f"py{i}", BotSpec.parse(bot_cmd(SAMPLE_BOTS / script)),
+                           arena_sandbox.tmp / "logs",
+                           confinement=Confinement(sandbox=sandbox_works() is None))
+             for i, script in enumerate(["random_bot.py", "heuristic_bot.py"] * 3)]
+
+    async def scenario() -> list[tuple[float, BotProcess]]:
+        async with trio.open_nursery() as nursery:
+            for conn in conns:
+                nursery.start_soon(conn.open, "wizard")
+        ended = []
+        for conn in conns:
+            process = conn.process
+            assert process is not None
+            for _ in range(3):  # calls: continued, then stopped again
+                conn.wake()
+                await trio.sleep(0.02)
+                conn.rest()
+            started = trio.current_time()
+            await conn.aclose()
+            ended.append((trio.current_time() - started, process))
+        return ended
+
+    for took, process in run_trio(scenario):
+        assert process.exit_text() == "exited with code 0", process.exit_text()
+        assert took < 0.6, took  # the grace is 1 s
+        assert "stopping" in process.log_path.read_text()
