@@ -26,3 +26,16 @@ def show(value: Any, limit: int = 60) -> str:
     if isinstance(value, int) and value.bit_length() > 256:
         return f"a {value.bit_length()}-bit integer"
     return one_line(repr(value), limit)
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether the lists and dicts in ``value`` nest more than ``limit`` levels deep
+    (walked without recursion, so any depth can be checked)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return False

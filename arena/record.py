@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.errors import one_line
+from arena.errors import nested_deeper_than, one_line
 from arena.rules import Decision, Game, IllegalAction, OptionError, RoundLog, new_game
 from arena.rules.base import places_from_totals
 from arena.rules.cards import (
@@ -74,13 +74,8 @@ def parse_record(data: bytes | str) -> Any:
         raise RecordError(f"not JSON: {e.msg} at {at}") from None
     except RecursionError:
         raise RecordError(f"nested more than {MAX_DEPTH} levels deep") from None
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise RecordError(f"nested more than {MAX_DEPTH} levels deep")
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    if nested_deeper_than(value, MAX_DEPTH):
+        raise RecordError(f"nested more than {MAX_DEPTH} levels deep")
     return value
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.botproc import BotSpec, BotSpecError, Remote, command_args
-from arena.errors import one_line, show
+from arena.errors import nested_deeper_than, one_line, show
 from arena.names import NameError_, check_name
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
@@ -395,13 +395,8 @@ def _seed(where: str, value: Any) -> int:
 
 def _depth(where: str, data: dict[str, Any]) -> None:
     """Refuse tables and arrays nested more than :data:`MAX_DEPTH` levels deep."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep")
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    if nested_deeper_than(data, MAX_DEPTH):
+        raise ConfigError(f"{where}: nested more than {MAX_DEPTH} levels deep")
 
 
 def _exists(path: Path) -> bool:
