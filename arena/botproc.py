@@ -40,6 +40,7 @@ from arena.sandbox import (
     limit_mechanism,
     pid_alive,
     spawn_wrapper,
+    start_reaper,
     sweep_stale_cgroups,
 )
 from arena.trio_grpc import rpc_code, rpc_details, unary_call
@@ -441,7 +442,7 @@ class BotProcess:
                         else None)
             while not os.path.exists(socket_path):
                 if starting is not None and self.idle:
-                    starting.idle_priority()
+                    starting.idle_priority(self.confinement.sandbox)
                 if self.returncode is not None:
                     raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
                                         f"serving; see {self.log_path}")
@@ -653,6 +654,7 @@ def sweep_stale_socket_dirs() -> None:
     mechanism = limit_mechanism()
     if mechanism.cgroups:
         sweep_stale_cgroups(mechanism)
+        start_reaper(mechanism)
     root = tempfile.gettempdir()
     try:
         names = os.listdir(root)

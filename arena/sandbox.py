@@ -22,6 +22,7 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -218,9 +219,6 @@ class Cgroup:
         """Threads already set to idle priority while the bot starts (a thread made later
         inherits it from the thread that made it)."""
         self._idle_pids: dict[int, int] = {}
-        self._sandbox_up = False
-        """Whether the bot's first process has gone far enough to run at idle priority
-        (see :meth:`idle_priority`)."""
         """Processes whose autogroup is at the idle weight, with their session then (a
         new session makes a new autogroup, at normal weight)."""
         self.cpu_at_rest: int | None = None
@@ -370,26 +368,24 @@ class Cgroup:
         except (OSError, ValueError):
             return 0
 
-    def idle_priority(self) -> None:
+    def idle_priority(self, sandboxed: bool) -> None:
         """Run the bot at idle priority while it starts: every thread ``SCHED_IDLE``,
         and its scheduling autogroups (a new session makes one) at the lowest weight,
         since SCHED_IDLE alone does not hold back a task whose autogroup competes with a
-        thinking bot's as an equal. Called while it starts, not in its spawn chain:
-        bubblewrap must first get to set up --die-with-parent at normal speed, or a bot
-        starved in between outlives a killed arena.
+        thinking bot's as an equal.
+
+        Only the bot's own processes: for a ``sandboxed`` bot, those inside its PID
+        namespace but bubblewrap's first (pid 2 and up there), never bubblewrap's two.
+        Put at idle priority, those outlived a killed arena (their parent-death signal
+        chain did not act: measured, with every kill -9 of an arena while a spare
+        started). For the same reason this is set while the bot starts, not in its
+        spawn chain.
 
         Called again and again while the bot starts, it touches only the processes and
         threads it has not seen yet (the bot's start-up must not cost the arena more
         than the bot)."""
-        if not self._sandbox_up:
-            # Not before bubblewrap's process 1 has asked to die with its parent (it does
-            # so first thing, before it starts the bot): starved at idle priority before
-            # that, it would outlive an arena killed meanwhile. Its bot process (pid 2 or
-            # more in the bot's PID namespace) shows it has.
-            if not any(_inner_pid(pid) > 1 for pid in self.pids()):
-                return
-            self._sandbox_up = True
-        self._set_priority(os.SCHED_IDLE, 19, self._idle_pids, self._idle_tids)
+        self._set_priority(os.SCHED_IDLE, 19, self._idle_pids, self._idle_tids,
+                           only_inner=sandboxed)
 
     def normal_priority(self) -> None:
         """Raise every thread of the bot from the idle start-up priority to normal."""
@@ -399,8 +395,10 @@ class Cgroup:
 
     def _set_priority(self, policy: int, group_nice: int,
                       pids_done: dict[int, int] | None = None,
-                      tids_done: set[int] | None = None) -> None:
+                      tids_done: set[int] | None = None, only_inner: bool = False) -> None:
         for pid in self.pids():
+            if only_inner and _sandbox_pid(pid) < 2:
+                continue
             if pids_done is None:
                 _set_autogroup(pid, group_nice)
             else:
@@ -460,15 +458,16 @@ def _read(path: str) -> str:
         os.close(fd)
 
 
-def _inner_pid(pid: int) -> int:
-    """The process's pid in its own (innermost) PID namespace: 1 for bubblewrap's first
-    process in a sandbox, 2 or more for what it starts; 0 if it is gone."""
+def _sandbox_pid(pid: int) -> int:
+    """The process's pid inside its sandbox's PID namespace: 1 for bubblewrap's first
+    process there, 2 or more for what it starts; 0 for a process in the arena's own
+    namespace (the outer bubblewrap), or one that is gone."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith("NSpid:"):
                     ids = line.split()[1:]
-                    return int(ids[-1]) if len(ids) > 1 else pid
+                    return int(ids[-1]) if len(ids) > 1 else 0
     except (OSError, ValueError):
         pass
     return 0
@@ -511,9 +510,9 @@ def _event(text: str, key: str) -> int:
     return 0
 
 
-def sweep_stale_cgroups(mechanism: Mechanism) -> None:
+def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
     """End the processes and remove the cgroups left by arena processes that died
-    (kill -9): ``arena-PID-*``."""
+    (kill -9): ``arena-PID-*``; with ``owner``, those of that arena only, dead or not."""
     for base in mechanism.base.values():
         try:
             names = os.listdir(base)
@@ -523,7 +522,7 @@ def sweep_stale_cgroups(mechanism: Mechanism) -> None:
             parts = name.split("-")
             if len(parts) < 3 or parts[0] != "arena" or not parts[1].isdigit():
                 continue
-            if pid_alive(int(parts[1])):
+            if int(parts[1]) != owner if owner is not None else pid_alive(int(parts[1])):
                 continue
             # a bot its dead arena could not end (it was still starting): end it now
             for pid in _read(str(base / name / "cgroup.procs")).split():
@@ -794,3 +793,37 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+_reaper: subprocess.Popen[bytes] | None = None
+
+
+def start_reaper(mechanism: Mechanism) -> None:
+    """Once per arena process, where bots get cgroups: a small process of the arena's
+    own that waits for the arena to end and then ends whatever is left in its cgroups.
+
+    The chain of parent-death signals (``setpriv``, bubblewrap's ``--die-with-parent``)
+    ends a killed arena's bots as a rule, but measured here it missed bots that were
+    starting at idle priority when the arena was killed; the cgroups hold every process
+    of every bot, whatever namespace it is in. The reaper learns of the arena's end
+    when the pipe the arena alone holds closes (at any exit, kill -9 included), in its
+    own session so the arena's group signals do not reach it."""
+    global _reaper
+    if _reaper is not None or not mechanism.cgroups:
+        return
+    _reaper = subprocess.Popen(
+        [sys.executable, "-c", "from arena.sandbox import _reap; _reap()", str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    _reaper.wait(timeout=30)  # it forks the reaper proper and exits: not our child
+    # (the pipe's write end stays open in _reaper.stdin until this process ends)
+
+
+def _reap() -> None:
+    """The reaper's body (see :func:`start_reaper`): ``argv[1]`` is the arena's pid."""
+    if os.fork() > 0:
+        os._exit(0)
+    owner = int(sys.argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the arena's to handle
+    sys.stdin.buffer.read()  # until the arena has gone
+    sweep_stale_cgroups(limit_mechanism(), owner)
