@@ -522,8 +522,9 @@ def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
             parts = name.split("-")
             if len(parts) < 3 or parts[0] != "arena" or not parts[1].isdigit():
                 continue
-            if int(parts[1]) != owner if owner is not None else pid_alive(int(parts[1])):
-                continue
+            arena_pid = int(parts[1])
+            if arena_pid != owner if owner is not None else pid_alive(arena_pid):
+                continue  # another arena's, or a live arena's
             # a bot its dead arena could not end (it was still starting): end it now
             for pid in _read(str(base / name / "cgroup.procs")).split():
                 _signal(int(pid), signal.SIGKILL)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,19 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def logged_port(proc: subprocess.Popen[bytes], log: Path, pattern: str) -> int:
+    """The port a bot started on port 0 reports in its log (``pattern``'s group 1),
+    waiting up to 30 s; the log is shown if it exits first."""
+    deadline = time.monotonic() + 30
+    while True:
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the bot did not serve in 30 s"
+        found = re.search(pattern, log.read_text())
+        if found:
+            return int(found.group(1))
+        time.sleep(0.05)
+
+
 @dataclass
 class RunningBot:
     proc: subprocess.Popen[bytes]
@@ -97,15 +111,7 @@ def tls_bot(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
              "--tls-key", str(certs.key)],
             env=clean_env(ARENA_BOT_TOKEN=TOKEN), stdout=subprocess.DEVNULL, stderr=out)
     try:
-        deadline = time.monotonic() + 30
-        port = 0
-        while not port:
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the bot did not serve in 30 s"
-            for line in log.read_text().splitlines():
-                if "serving (TLS, token required) on port" in line:
-                    port = int(line.split()[-1])
-            time.sleep(0.05)
+        port = logged_port(proc, log, r"serving \(TLS, token required\) on port (\d+)")
         yield RunningBot(proc, port, log)
         assert proc.poll() is None  # the arena never ends a bot it did not start
     finally:
@@ -353,15 +359,7 @@ def test_the_node_sample_serves_tls_and_checks_the_token(certs: Certs, tmp_path:
                           ARENA_BOT_TLS_KEY=str(certs.key)),
             stdout=subprocess.DEVNULL, stderr=out)
     try:
-        deadline = time.monotonic() + 30
-        port = 0
-        while not port:
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the bot did not serve in 30 s"
-            for line in log.read_text().splitlines():
-                if "with TLS, token required" in line:
-                    port = int(line.split("(port ")[1].split(")")[0])
-            time.sleep(0.05)
+        port = logged_port(proc, log, r"\(port (\d+)\) with TLS, token required")
         spec = f"grpcs://127.0.0.1:{port}"
         done = play(spec, "--tls-ca", certs.ca, "--token", TOKEN)
         assert done.returncode == 0, done.stderr
