@@ -13,26 +13,25 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import trio
 
 from arena import __version__
-from arena.botproc import BotSpec, command_args
-from arena.bots import make_bot
+from arena.botproc import command_args
 from arena.chain import CHAIN_KEY
 from arena.files import atomic_writer
+from arena.game import builtin_player, run_game
+from arena.job import GameJob, SeatJob
 from arena.players import (
     BotConnection,
     HandshakeError,
-    LocalPlayer,
     RemotePlayer,
     UnreachablePlayer,
 )
 from arena.pool import BotPool
-from arena.referee import Player, TimeControl, play_game
-from arena.rules import new_game
+from arena.referee import Player
 from arena.sandbox import bot_folders
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
@@ -51,6 +50,8 @@ class RunSummary:
     faults: int
     interrupted: bool
     seconds: float
+    retries: int = 0
+    """Games played again after a cluster failure (a Ray worker or node lost)."""
 
 
 def prepare(config: TournamentConfig, store: Store) -> tuple[int, str]:
@@ -113,7 +114,6 @@ async def run(config: TournamentConfig, store: Store, seed: int,
         # a lane (table, rotation) plays its deals one after another, so a process that
         # has played deal d at one table plays deal d+1 next, never d again
         pending.sort(key=lambda g: (g.table_no, g.rotation, g.deal_no))
-    clock = TimeControl(config.move_ms, config.bank_ms, config.max_faults)
     log_dir = config.output / "logs"
     summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
     hide = (config.output.absolute(), *bot_folders_of(config))
@@ -139,7 +139,7 @@ async def run(config: TournamentConfig, store: Store, seed: int,
                     return summary
                 if on_start is not None:
                     on_start(summary.total, summary.done_before)
-                await _play_all(config, seed, pending, pools, clock, store, summary, on_game)
+                await _play_all(config, seed, pending, pools, store, summary, on_game)
                 nursery.cancel_scope.cancel()
     finally:
         summary.seconds = time.monotonic() - started
@@ -156,6 +156,34 @@ def wire_ids(seed: int, scheduled: ScheduledGame) -> tuple[str, str]:
     key = str(seed).encode()
     return (hmac.new(key, f"game/{scheduled.id}".encode(), hashlib.sha256).hexdigest()[:16],
             hmac.new(key, f"table/{scheduled.id}".encode(), hashlib.sha256).hexdigest()[:16])
+
+
+def seat_jobs(config: TournamentConfig) -> dict[str, SeatJob]:
+    """Each bot of the field as a job's seat: its spec, confinement, and the folders it
+    must not see (the output, and every other ``cmd:`` bot's folders)."""
+    hide = (config.output.absolute(), *bot_folders_of(config))
+    seats: dict[str, SeatJob] = {}
+    for bot in config.bots:
+        own = bot_folders_of(config, bot.name)
+        c, remote = bot.confinement, bot.spec.remote
+        seats[bot.name] = SeatJob(
+            bot.name, bot.spec.kind, bot.spec.value, c.sandbox,
+            tuple(asdict(c.limits).items()), tuple(str(p) for p in c.read_only), c.env,
+            tuple(str(h) for h in hide if h not in own),
+            None if remote.tls_ca is None else remote.tls_ca.decode(), remote.server_name,
+            remote.token, remote.insecure)
+    return seats
+
+
+def job_of(config: TournamentConfig, seed: int, scheduled: ScheduledGame,
+           seats: dict[str, SeatJob]) -> GameJob:
+    """The job that plays ``scheduled``, wherever it is played."""
+    return GameJob(
+        config.game, dict(config.options), scheduled.deal_seed, scheduled.id,
+        scheduled.table_id, wire_ids(seed, scheduled),
+        tuple(seats[name] for name in scheduled.bots), config.move_ms, config.bank_ms,
+        config.max_faults, config.startup_ms, config.isolation,
+        str((config.output / "logs").absolute()), str(Path.cwd()))
 
 
 def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Path]:
@@ -211,7 +239,7 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
     return False
 
 
-async def _seat_all(pools: dict[str, BotPool], specs: dict[str, BotSpec],
+async def _seat_all(pools: dict[str, BotPool], job: GameJob,
                     scheduled: ScheduledGame, core: int | None,
                     leased: list[tuple[BotPool, BotConnection]]) -> list[Player]:
     """The players of a game by seat; the connections leased are added to ``leased`` (to
@@ -236,16 +264,15 @@ async def _seat_all(pools: dict[str, BotPool], specs: dict[str, BotSpec],
             if name in pools:
                 nursery.start_soon(seat_one, seat, name)
             else:
-                bot = make_bot(specs[name].value, f"{scheduled.deal_seed}/{scheduled.id}/{seat}")
-                seated[seat] = LocalPlayer(bot, name)
+                seated[seat] = builtin_player(job, seat)
     return [player for player in seated if player is not None]
 
 
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
-                    pools: dict[str, BotPool], clock: TimeControl, store: Store,
+                    pools: dict[str, BotPool], store: Store,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, int], None] | None) -> None:
-    specs = {b.name: b.spec for b in config.bots}
+    seats = seat_jobs(config)
     send, receive = trio.open_memory_channel[ScheduledGame](len(pending))
     for game in pending:
         send.send_nowait(game)
@@ -259,23 +286,21 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         core = cores[slot % len(cores)] if config.isolation != "shared" else None
         async for scheduled in receive:
             leased: list[tuple[BotPool, BotConnection]] = []
+            job = job_of(config, seed, scheduled, seats)
             try:
-                players = await _seat_all(pools, specs, scheduled, core, leased)
-                game = new_game(config.game, config.options, scheduled.deal_seed)
+                players = await _seat_all(pools, job, scheduled, core, leased)
                 store.game_started(scheduled)
-                report = await play_game(game, players, clock, game_id=scheduled.id,
-                                         table_id=scheduled.table_id,
-                                         wire_ids=wire_ids(seed, scheduled))
+                outcome = await run_game(job, players)
             finally:
                 with trio.CancelScope(shield=True):
                     for pool, conn in leased:
                         await pool.release(conn)
-            store.game_finished(scheduled, report.record, report.latencies_ms,
-                                report.cpu_ms)
+            store.game_finished(scheduled, outcome.record, outcome.latencies_ms,
+                                outcome.cpu_ms)
             summary.played += 1
-            summary.faults += len(report.faults)
+            summary.faults += len(outcome.faults)
             if on_game is not None:
-                on_game(scheduled, len(report.faults))
+                on_game(scheduled, len(outcome.faults))
 
     async with trio.open_nursery() as nursery:
         for slot in range(min(config.concurrency, max(1, len(pending)))):

@@ -1,0 +1,176 @@
+"""A game as a job: GameJob/GameOutcome survive JSON unchanged, bad JSON is refused naming
+the field, and a job played with fresh bot processes (what a Ray task does) stores the
+same game as the local runner with its pooled processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, bot_processes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.game import run_game_blocking
+from arena.job import GameJob, GameOutcome, JobError, SeatJob
+from arena.tournament.config import load_config
+from arena.tournament.runner import games_of, job_of, seat_jobs
+from arena.tournament.store import Store
+
+text = st.text(max_size=12)
+json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | text
+json_values = st.recursive(
+    json_scalars, lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(text, inner, max_size=3), max_leaves=8)
+
+seats = st.builds(
+    SeatJob, name=text, kind=st.sampled_from(["builtin", "cmd", "grpc", "grpcs", "unix"]),
+    value=text, sandbox=st.booleans(),
+    limits=st.lists(st.tuples(text, st.integers(0, 10**6)), max_size=3).map(tuple),
+    read_only=st.lists(text, max_size=2).map(tuple),
+    env=st.lists(st.tuples(text, text), max_size=2).map(tuple),
+    hide=st.lists(text, max_size=2).map(tuple), tls_ca=st.none() | text,
+    server_name=text, token=text, insecure=st.booleans())
+
+jobs = st.builds(
+    GameJob, game=st.sampled_from(["wizard", "trumps"]),
+    options=st.dictionaries(text, json_values, max_size=3),
+    deal_seed=st.integers(0, 2**128), game_id=text, table_id=text,
+    wire_ids=st.tuples(text, text), seats=st.lists(seats, min_size=1, max_size=6).map(tuple),
+    move_ms=st.integers(1, 10**6), bank_ms=st.integers(0, 10**6),
+    max_faults=st.integers(0, 100), startup_ms=st.integers(1, 10**6),
+    isolation=st.sampled_from(["deal", "game", "shared"]), log_dir=text, cwd=text)
+
+floats = st.floats(allow_nan=False, allow_infinity=False)
+outcomes = st.builds(
+    GameOutcome, game_id=text,
+    record=st.dictionaries(text, json_values, max_size=4),
+    latencies_ms=st.lists(st.lists(floats, max_size=4), max_size=4),
+    cpu_ms=st.lists(st.lists(st.none() | floats, max_size=4), max_size=4),
+    bot_infos=st.dictionaries(text, st.dictionaries(text, json_values, max_size=3),
+                              max_size=2),
+    restarts=st.dictionaries(text, st.integers(0, 100), max_size=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(jobs)
+def test_job_round_trips_through_json(job: GameJob) -> None:
+    assert GameJob.from_json(job.to_json()) == job
+
+
+@settings(max_examples=200, deadline=None)
+@given(outcomes)
+def test_outcome_round_trips_through_json(outcome: GameOutcome) -> None:
+    assert GameOutcome.from_json(outcome.to_json()) == outcome
+
+
+def _job_data() -> dict[str, Any]:
+    import json
+    job = GameJob("trumps", {}, 7, "t0-d0-r0", "t0", ("a", "b"),
+                  (SeatJob("r", "builtin", "random"),))
+    return dict(json.loads(job.to_json()))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d.pop("deal_seed"), "missing field 'deal_seed'"),
+    (lambda d: d.update(deal_seed="7"), "field 'deal_seed': expected int, got str"),
+    (lambda d: d.update(deal_seed=True), "field 'deal_seed': expected int, got bool"),
+    (lambda d: d["seats"][0].pop("kind"), "missing field 'kind'"),
+    (lambda d: d.update(seats=[3]), "job: "),
+])
+def test_bad_job_json_names_the_field(change: Any, message: str) -> None:
+    import json
+    data = _job_data()
+    change(data)
+    with pytest.raises(JobError) as info:
+        GameJob.from_json(json.dumps(data))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_not_an_object_is_refused() -> None:
+    with pytest.raises(JobError, match="job: expected a JSON object, got list"):
+        GameJob.from_json("[]")
+    with pytest.raises(JobError, match="outcome: not JSON"):
+        GameOutcome.from_json("{")
+
+
+TOURNAMENT = """
+name = "job-test"
+game = "trumps"
+seats = 4
+seed = 31337
+concurrency = 2
+
+[time]
+move_ms = 3000
+
+[schedule]
+format = "round-robin"
+deals = 1
+
+[[bots]]
+name = "py-random"
+spec = "cmd:python sample_bots/python/random_bot.py"
+
+[[bots]]
+name = "heuristic"
+spec = "heuristic"
+
+[[bots]]
+name = "random"
+spec = "random"
+
+[[bots]]
+name = "random2"
+spec = "random"
+"""
+
+
+def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path) -> None:
+    """The local runner (pooled processes) and run_game_blocking (processes started for
+    the one game, as on a Ray node) store identical records for every game."""
+    sockets = Path(tempfile.mkdtemp(prefix="arena-j-"))
+    env = dict(os.environ, TMPDIR=str(sockets))
+    file = tmp_path / "t.toml"
+    file.write_text(TOURNAMENT)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(file),
+                           "--out", str(out)], cwd=REPO, text=True,
+                          capture_output=True, timeout=240, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    store = Store.open_readonly(out)
+    stored = {g.id: g.record for g in store.iter_games()}
+    seed = int(store.meta()["seed"])
+    store.close()
+    assert len(stored) == 4
+
+    cwd = Path.cwd()
+    os.chdir(REPO)  # the bots' commands are relative to the repository
+    old_tmp = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(sockets)
+    try:
+        config = load_config(file, out)
+        by_name = seat_jobs(config)
+        for scheduled in games_of(config, seed):
+            job = GameJob.from_json(job_of(config, seed, scheduled, by_name).to_json())
+            outcome = run_game_blocking(job)
+            assert outcome.game_id == scheduled.id
+            # the same game move for move; only the measured times differ
+            assert ({**outcome.record, "timing": None}
+                    == {**stored[scheduled.id], "timing": None}), scheduled.id
+            assert outcome.bot_infos["py-random"]["name"] == "random-py"
+            assert outcome.restarts == {}
+            assert len(outcome.latencies_ms) == 4
+    finally:
+        os.chdir(cwd)
+        if old_tmp is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = old_tmp
+    assert bot_processes(sockets) == []
