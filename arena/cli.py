@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="the output folder (default: the file's 'output')")
     tour.add_argument("--fresh", action="store_true",
                       help="start afresh, deleting the stored games of an earlier run")
+    tour.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                      help="play the games on a Ray cluster (default address: RAY_ADDRESS, "
+                           "else a local Ray instance); see docs/scaling.md")
     tour.add_argument("--resamples", type=int, default=1000, metavar="N",
                       help="bootstrap resamples for the rating intervals (default 1000)")
 

@@ -79,6 +79,15 @@ def test_isolation_limits_and_trust_per_bot(tmp_path: Path) -> None:
     assert config.concurrency == usable_cores() and not config.concurrency_given
 
 
+def test_the_cluster_table(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert (config.engine, config.address, config.retries) == ("local", "", 3)
+    text = GOOD.replace("concurrency = 2", 'concurrency = 2\n[cluster]\nengine = "ray"\n'
+                        'address = "ray://head:10001"\nretries = 5')
+    config = load_config(write(tmp_path, text))
+    assert (config.engine, config.address, config.retries) == ("ray", "ray://head:10001", 5)
+
+
 def test_the_demo_file_loads() -> None:
     config = load_config(Path("tournaments/demo.toml"))
     assert config.game == "wizard" and config.seats == 4
@@ -117,6 +126,14 @@ def test_the_demo_file_loads() -> None:
      "bots[2].env.ARENA_BOT_LISTEN: ARENA_ variables are the arena's own"),
     ((PY, PY + '\nenv = { "A B" = "x" }'), "bots[2].env.A B: expected NAME"),
     ((PY, PY + '\nlimits = { cpu_s = "lots" }'), "bots[2].limits.cpu_s: expected an integer"),
+    (('concurrency = 2', 'concurrency = 2\n[cluster]\nengine = "spark"'),
+     "cluster.engine: 'spark'; expected one of local, ray"),
+    (('concurrency = 2', 'concurrency = 2\n[cluster]\naddress = 6379'),
+     "cluster.address: expected a string, got 6379"),
+    (('concurrency = 2', 'concurrency = 2\n[cluster]\nretries = -1'),
+     "cluster.retries: expected an integer 0..100, got -1"),
+    (('concurrency = 2', 'concurrency = 2\n[cluster]\nnodes = 3'),
+     "cluster.nodes: unknown key in [cluster]"),
 ])
 def test_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, change: tuple[str, str],
                                                    expected: str) -> None:

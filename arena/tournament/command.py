@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -33,7 +34,7 @@ from arena.leaderboard import (
 from arena.names import for_terminal
 from arena.sandbox import limit_mechanism, sandbox_works, usable_cores
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
-from arena.tournament.runner import TournamentError, prepare, run
+from arena.tournament.runner import RunSummary, TournamentError, prepare, run
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store, StoreError
 
@@ -53,6 +54,15 @@ def run_command(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(str(e), file=sys.stderr)
         return 2
+    use_ray = getattr(args, "ray", None) is not None or config.engine == "ray"
+    address = getattr(args, "ray", None) or config.address
+    if use_ray:
+        from arena.tournament.ray_runner import import_ray
+        try:
+            import_ray()
+        except TournamentError as e:
+            print(str(e), file=sys.stderr)
+            return 2
     for name, reason in config.skipped:
         err.print(f"note: bot {for_terminal(name)} left out: {for_terminal(reason)}")
     for line in insecure_warnings(config):
@@ -135,7 +145,7 @@ def run_command(args: argparse.Namespace) -> int:
                           f"faults {state['faults']}", file=sys.stderr, flush=True)
 
         try:
-            summary = trio.run(run, config, store, seed, started, finished)
+            summary = _run(config, store, seed, started, finished, use_ray, address)
         except TournamentError as e:
             progress.stop()
             print(str(e), file=sys.stderr)
@@ -153,8 +163,19 @@ def run_command(args: argparse.Namespace) -> int:
         out.print(f"played {summary.played} games in {summary.seconds:.1f} s "
                   f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "
                   f"{summary.faults} faults; {summary.done_before + summary.played} of "
-                  f"{summary.total} games done")
+                  f"{summary.total} games done"
+                  + (f"; {summary.retries} game(s) played again after a cluster failure "
+                     f"(not a bot's fault)" if use_ray else ""))
         return leaderboard_command(store, config.output, "table", args.resamples)
+
+
+def _run(config: TournamentConfig, store: Store, seed: int,
+         started: Callable[[int, int], None], finished: Callable[[ScheduledGame, int], None],
+         use_ray: bool, address: str) -> RunSummary:
+    if not use_ray:
+        return trio.run(run, config, store, seed, started, finished)
+    from arena.tournament.ray_runner import run_ray
+    return trio.run(run_ray, config, store, seed, address, started, finished)
 
 
 _MADE = re.compile(r"(tournament\.sqlite(-wal|-shm)?|games\.jsonl"

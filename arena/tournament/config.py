@@ -83,6 +83,12 @@ class TournamentConfig:
     limits: Limits = field(default_factory=Limits)
     """The default limits per bot process (a bot's own ``limits`` override them)."""
     output: Path = field(default_factory=lambda: Path("out"))
+    engine: str = "local"
+    """What plays the games: ``local`` (this machine) or ``ray`` (a Ray cluster)."""
+    address: str = ""
+    """The Ray cluster's address ("" : RAY_ADDRESS, else a local Ray instance)."""
+    retries: int = 3
+    """How often a game lost to a cluster failure (not a bot's) is played again."""
 
     @property
     def digest(self) -> str:
@@ -95,7 +101,8 @@ class TournamentConfig:
 
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "schedule", "bots", "isolation", "limits"}
+        "schedule", "bots", "isolation", "limits", "cluster"}
+ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _SCHEDULE = {"format", "deals", "candidates"}
@@ -163,6 +170,15 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         raise ConfigError(f"{where}: schedule.format: {show(fmt)}; expected one of "
                           f"{', '.join(FORMATS)}")
     limits = _limits(where, "limits", data.get("limits", {}), Limits())
+    cluster = _table(where, "cluster", data.get("cluster", {}))
+    _known(where, "cluster", cluster, {"engine", "address", "retries"})
+    engine = _str(where, "cluster.engine", cluster.get("engine", "local"))
+    if engine not in ENGINES:
+        raise ConfigError(f"{where}: cluster.engine: {show(engine)}; expected one of "
+                          f"{', '.join(ENGINES)}")
+    address = cluster.get("address", "")
+    if not isinstance(address, str):
+        raise ConfigError(f"{where}: cluster.address: expected a string, got {show(address)}")
     isolation = _str(where, "isolation", data.get("isolation", "deal"))
     if isolation not in ISOLATIONS:
         raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
@@ -216,7 +232,8 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         candidates=tuple(candidates_raw), seed=seed,
         concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
-        output=out)
+        output=out, engine=engine, address=address,
+        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100))
 
 
 def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:

@@ -1,0 +1,200 @@
+"""Running a tournament's games on a Ray cluster; the driver stays the store's only writer.
+
+Each game is a Ray task asking for one CPU, so a node never plays more games at once than
+it has cores; the task starts the game's bots (sandboxed, limits applied) on the node that
+plays it (:func:`arena.game.run_game_blocking`) and returns the outcome as JSON. A game
+lost to the cluster (a worker or node that died) is played again from its start, up to
+``[cluster] retries`` times: the driver resubmits it, counts it, and never blames a bot.
+Ray is optional: ``pip install 'trick-arena[ray]'``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena import __version__
+from arena.errors import one_line
+from arena.game import hello_blocking, run_game_blocking
+from arena.job import GameJob, GameOutcome, SeatJob
+from arena.tournament.config import TournamentConfig
+from arena.tournament.runner import (
+    RunSummary,
+    TournamentError,
+    _sandboxed,
+    _stop_on_signal,
+    games_of,
+    job_of,
+    seat_jobs,
+)
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store
+
+INSTALL = "pip install 'trick-arena[ray]'"
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or :class:`TournamentError` saying how to install it."""
+    try:
+        return importlib.import_module("ray")
+    except ImportError as e:
+        raise TournamentError(f"--ray needs Ray, which is not installed here ({e}); "
+                              f"install it with: {INSTALL}") from None
+
+
+def _play_task(job_json: str) -> str:
+    """What a Ray task runs: one game, with bot processes of its own."""
+    return run_game_blocking(GameJob.from_json(job_json)).to_json()
+
+
+def _hello_task(seat_json: str, game: str, startup_ms: int) -> dict[str, object]:
+    job = GameJob.from_json(seat_json)
+    return hello_blocking(job.seats[0], game, startup_ms, job.cwd)
+
+
+async def run_ray(config: TournamentConfig, store: Store, seed: int, address: str,
+                  on_start: Callable[[int, int], None] | None = None,
+                  on_game: Callable[[ScheduledGame, int], None] | None = None) -> RunSummary:
+    """Play every game of the schedule not yet in ``store`` on the Ray cluster at
+    ``address`` ("" : Ray's own choice, RAY_ADDRESS else a local instance). Same
+    contract as :func:`arena.tournament.runner.run`."""
+    ray = import_ray()
+    started = time.monotonic()
+    games = games_of(config, seed)
+    store.reset_unfinished()
+    done = store.done_ids()
+    pending = [g for g in games if g.id not in done]
+    summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    try:
+        await trio.to_thread.run_sync(partial(
+            ray.init, address=address or None, include_dashboard=False,
+            logging_level=logging.WARNING, log_to_driver=False))
+    except Exception as e:  # Ray raises many kinds: one line for all
+        raise TournamentError(f"{config.path}: cannot start or reach Ray"
+                              f"{' at ' + address if address else ''}: "
+                              f"{one_line(str(e), 200)}") from None
+    failed: list[TournamentError] = []
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, summary)
+                try:
+                    await _hello_all(ray, config, store)
+                    if on_start is not None:
+                        on_start(summary.total, summary.done_before)
+                    await _play_all(ray, config, seed, pending, done, store, summary,
+                                    on_game)
+                except TournamentError as e:
+                    failed.append(e)
+                nursery.cancel_scope.cancel()
+    finally:
+        summary.seconds = time.monotonic() - started
+        ray.shutdown()
+    if failed:
+        raise failed[0]
+    return summary
+
+
+async def _wait(ray: Any, refs: list[Any]) -> list[Any]:
+    ready, _ = await trio.to_thread.run_sync(partial(
+        ray.wait, refs, num_returns=1, timeout=0.2))
+    return list(ready)
+
+
+async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
+    """Check every external bot's hand-shake once, on a node of the cluster."""
+    hello = ray.remote(num_cpus=1, max_retries=config.retries)(_hello_task)
+    seats = seat_jobs(config)
+    refs: dict[Any, str] = {}
+    for bot in config.bots:
+        if bot.spec.kind != "builtin":
+            job = GameJob(config.game, {}, 0, "", "", ("", ""), (seats[bot.name],),
+                          cwd=str(Path.cwd()))
+            refs[hello.remote(job.to_json(), config.game, config.startup_ms)] = bot.name
+    errors: list[str] = []
+    waiting = list(refs)
+    while waiting:
+        for ref in await _wait(ray, waiting):
+            waiting.remove(ref)
+            name = refs[ref]
+            try:
+                info = ray.get(ref)
+            except ray.exceptions.RayError as e:
+                errors.append(f"{config.path}: bot {name}: cannot be started on the "
+                              f"cluster: {one_line(str(e), 200)}")
+                continue
+            if "error" in info:
+                errors.append(f"{config.path}: {info['error']}")
+                continue
+            bot = next(b for b in config.bots if b.name == name)
+            store.set_bot(name, str(bot.spec), str(info["version"]), str(info["author"]),
+                          int(info["protocol_version"]), tuple(info["games"]),
+                          sandboxed=_sandboxed(config, name), isolation=config.isolation,
+                          insecure=bot.spec.plain_remote)
+    for bot in config.bots:
+        if bot.spec.kind == "builtin":
+            store.set_bot(bot.name, str(bot.spec), __version__, "trick-arena", None,
+                          ("wizard", "trumps"), sandboxed=True, isolation=config.isolation)
+    if errors:
+        raise TournamentError(sorted(errors)[0])
+
+
+async def _play_all(ray: Any, config: TournamentConfig, seed: int,
+                    pending: list[ScheduledGame], done: set[str], store: Store,
+                    summary: RunSummary,
+                    on_game: Callable[[ScheduledGame, int], None] | None) -> None:
+    # no retries by Ray itself: the driver plays a lost game again, so it can count it
+    play = ray.remote(num_cpus=1, max_retries=0)(_play_task)
+    seats: dict[str, SeatJob] = seat_jobs(config)
+    queue = deque((game, 0) for game in pending)
+    in_flight: dict[Any, tuple[ScheduledGame, int]] = {}
+    # enough queued to keep every CPU of the cluster busy, not the whole schedule
+    limit = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < limit:
+                game, attempt = queue.popleft()
+                if attempt == 0:
+                    store.game_started(game)
+                job = job_of(config, seed, game, seats)
+                in_flight[play.remote(job.to_json())] = (game, attempt)
+            for ref in await _wait(ray, list(in_flight)):
+                game, attempt = in_flight.pop(ref)
+                try:
+                    outcome = GameOutcome.from_json(ray.get(ref))
+                except ray.exceptions.RayTaskError as e:  # the arena's own failure
+                    raise TournamentError(f"game {game.id} failed on the cluster: "
+                                          f"{one_line(str(e), 200)}") from None
+                except ray.exceptions.RayError as e:  # a worker or node died: not a bot
+                    summary.retries += 1
+                    if attempt >= config.retries:
+                        raise TournamentError(
+                            f"game {game.id} was lost to cluster failures {attempt + 1} "
+                            f"times (last: {one_line(str(e), 120)}); finished games are "
+                            f"kept, run again to resume") from None
+                    queue.appendleft((game, attempt + 1))
+                    continue
+                if game.id in done:  # played twice: the store has it once
+                    continue
+                store.game_finished(game, outcome.record, outcome.latencies_ms,
+                                    outcome.cpu_ms)
+                done.add(game.id)
+                summary.played += 1
+                summary.faults += len(outcome.faults)
+                if on_game is not None:
+                    on_game(game, len(outcome.faults))
+    finally:
+        for ref in in_flight:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # already finished or gone
+                pass
