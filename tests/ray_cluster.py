@@ -1,0 +1,112 @@
+"""Run ``arena tournament --ray`` on a two-node Ray cluster on this machine and report.
+
+tests/test_ray.py runs this inside a network namespace of its own (only loopback exists
+there, so Ray cannot reach any other address):
+``unshare --net --map-root-user sh -c 'ip link set lo up && exec python tests/ray_cluster.py
+MODE FILE OUT'``. It prints one JSON object on stdout. MODE:
+
+- ``run``: one run; reports the driver's exit and output, and the most games seen
+  running at once (live processes of the tournament's Python bot) and the fewest CPUs
+  Ray had free meanwhile.
+- ``remove-node``: the worker node is removed once some games are stored.
+- ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.cluster_utils import Cluster
+
+DEADLINE_S = 60.0
+
+
+def done_games(out: Path) -> int:
+    try:
+        db = sqlite3.connect(f"file:{out / 'tournament.sqlite'}?mode=ro", uri=True,
+                             timeout=1)
+        try:
+            return int(db.execute("SELECT count(*) FROM games WHERE status = 'done'")
+                       .fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def bot_count(needle: bytes) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle in cmd and b"bwrap" not in cmd.split(b"\0")[0]:
+                count += 1
+    return count
+
+
+def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "arena", "tournament", file, "--out", out, "--resamples",
+         "50", "--ray", address], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def main() -> None:
+    mode, file, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    report: dict[str, Any] = {}
+    try:
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+        driver = start_driver(file, str(out), cluster.address)
+        most, fewest_cpus = 0, float("inf")
+        deadline = time.monotonic() + DEADLINE_S
+        acted = False
+        while driver.poll() is None and time.monotonic() < deadline:
+            most = max(most, bot_count(b"random_bot.py"))
+            fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
+            if not acted and done_games(out) >= 3:
+                if mode == "remove-node":
+                    cluster.remove_node(worker)
+                    acted = True
+                elif mode == "kill":
+                    report["kept_before_kill"] = done_games(out)
+                    driver.send_signal(signal.SIGKILL)
+                    driver.wait()
+                    report["killed_rc"] = driver.returncode
+                    report["kept"] = done_games(out)
+                    driver.communicate()
+                    time.sleep(1)
+                    driver = start_driver(file, str(out), cluster.address)
+                    acted = True
+            time.sleep(0.05)
+        if driver.poll() is None:
+            driver.kill()
+        stdout, stderr = driver.communicate()
+        report.update(rc=driver.returncode, stdout=stdout, stderr=stderr[-2000:],
+                      most_at_once=most, fewest_free_cpus=fewest_cpus, acted=acted)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    deadline = time.monotonic() + 10
+    while bot_count(b"random_bot.py") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    report["bots_left"] = bot_count(b"random_bot.py")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""``arena tournament --ray`` on a real two-node Ray cluster on this machine.
+
+Every Ray process runs inside a network namespace the test makes (only loopback exists
+there: outside one, Ray binds and connects to the machine's own non-loopback address),
+through tests/ray_cluster.py, which reports JSON. Checked: the same games as a local run;
+a node removed mid-run (every game stored once, the retry counted, not a bot's fault);
+resume after the driver is killed with SIGKILL; one CPU per game. Skips only where
+``ray`` cannot be imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+pytest.importorskip("ray", reason="ray is not installed (pip install 'trick-arena[ray]')")
+
+TOURNAMENT = """
+name = "ray-test"
+game = "trumps"
+seats = 4
+seed = 4711
+concurrency = 2
+
+[time]
+move_ms = 3000
+
+[schedule]
+format = "round-robin"
+deals = 1
+
+[[bots]]
+name = "py-random"
+spec = "cmd:python sample_bots/python/random_bot.py"
+
+[[bots]]
+name = "heuristic"
+spec = "heuristic"
+
+[[bots]]
+name = "random"
+spec = "random"
+
+[[bots]]
+name = "random2"
+spec = "random"
+
+[[bots]]
+name = "random3"
+spec = "random"
+"""
+TOTAL = 5 * 1 * 4  # tables x deals x rotations
+SOCKETS = Path(tempfile.mkdtemp(prefix="arena-r-"))
+ENV = dict(os.environ, TMPDIR=str(SOCKETS))
+
+
+def in_namespace(mode: str, file: Path, out: Path) -> dict[str, Any]:
+    """tests/ray_cluster.py MODE in a network namespace of its own; its JSON report."""
+    script = f"ip link set lo up && exec {sys.executable} tests/ray_cluster.py " \
+             f"{mode} {file} {out}"
+    done = subprocess.run(["unshare", "--net", "--map-root-user", "sh", "-c", script],
+                          cwd=REPO, text=True, capture_output=True, timeout=120,
+                          check=False, env=ENV)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 0, report["stderr"]
+    assert report["bots_left"] == 0, "bot processes outlived the cluster"
+    return report
+
+
+def games(out: Path) -> dict[str, tuple[Any, ...]]:
+    """Each stored game: deal seed, seats, status and record without its timings."""
+    db = sqlite3.connect(f"file:{out / 'tournament.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT id, deal_seed, bots, status, record FROM games").fetchall()
+        results = db.execute("SELECT count(*) FROM results").fetchone()[0]
+    finally:
+        db.close()
+    assert results == 4 * len(rows)
+    stored: dict[str, tuple[Any, ...]] = {}
+    for game_id, deal_seed, bots, status, record in rows:
+        assert game_id not in stored
+        data = json.loads(record)
+        data.pop("timing", None)
+        stored[game_id] = (deal_seed, bots, status, data)
+    return stored
+
+
+def retries(stdout: str) -> int:
+    match = re.search(r"(\d+)\s+game\(s\)\s+played\s+again", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def tournament_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ray") / "ray.toml"
+    path.write_text(TOURNAMENT)
+    return path
+
+
+@pytest.fixture(scope="module")
+def local(tournament_file: Path) -> dict[str, tuple[Any, ...]]:
+    out = tournament_file.parent / "local"
+    done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(tournament_file),
+                           "--out", str(out), "--resamples", "50"], cwd=REPO, text=True,
+                          capture_output=True, timeout=120, check=False, env=ENV)
+    assert done.returncode == 0, done.stderr
+    stored = games(out)
+    assert len(stored) == TOTAL
+    return stored
+
+
+@pytest.fixture(scope="module")
+def ray_run(tournament_file: Path) -> tuple[Path, dict[str, Any]]:
+    out = tournament_file.parent / "ray-run"
+    return out, in_namespace("run", tournament_file, out)
+
+
+def test_ray_run_stores_the_same_games_as_a_local_run(
+        local: dict[str, tuple[Any, ...]], ray_run: tuple[Path, dict[str, Any]]) -> None:
+    out, report = ray_run
+    assert f"played {TOTAL} games" in report["stdout"]
+    assert retries(report["stdout"]) == 0
+    assert games(out) == local  # deal seeds, seats, every action, totals
+
+
+def test_one_cpu_per_game(ray_run: tuple[Path, dict[str, Any]]) -> None:
+    """Two nodes of one CPU each: never more than two games at once (counted by the
+    Python bot's live processes), and the games held every CPU of the cluster."""
+    _, report = ray_run
+    assert 1 <= report["most_at_once"] <= 2
+    assert report["fewest_free_cpus"] == 0
+
+
+def test_a_node_removed_mid_run_loses_no_game_and_doubles_none(
+        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+    out = tmp_path / "removed"
+    report = in_namespace("remove-node", tournament_file, out)
+    assert report["acted"], "the run ended before the node could be removed"
+    assert games(out) == local  # each game once, played again from its start
+    assert retries(report["stdout"]) >= 1
+    assert "0 faults" in report["stdout"]  # a lost node is no bot's fault
+
+
+def test_resume_after_the_driver_is_killed(
+        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    report = in_namespace("kill", tournament_file, out)
+    assert report["killed_rc"] == -9
+    kept = report["kept"]
+    assert 3 <= kept < TOTAL
+    assert f"resuming: {kept} of {TOTAL} games already played" in report["stdout"]
+    assert f"played {TOTAL - kept} games" in report["stdout"]
+    assert games(out) == local
+
+
+def test_without_ray_installed_says_how_to_install_it(
+        tournament_file: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "noray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    env = dict(ENV, PYTHONPATH=str(fake.parent))
+    done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(tournament_file),
+                           "--out", str(tmp_path / "out"), "--ray"], cwd=REPO, text=True,
+                          capture_output=True, timeout=60, check=False, env=env)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "pip install 'trick-arena[ray]'" in lines[0]
+    assert not (tmp_path / "out").exists()  # refused before anything was made
