@@ -415,7 +415,7 @@ class BotProcess:
         args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
         try:  # a new file in a folder of ours: a planted symlink is never followed
             private_dir(self.log_path.parent)
-            log_fd = open_new_file(self.log_path)
+            log_fd, self.log_path = _open_new_log(self.log_path)
         except (FolderError, OSError) as e:
             self._cleanup()
             why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
@@ -641,6 +641,23 @@ def _signal_name(signo: int) -> str:
 
 
 _swept = False
+
+
+def _open_new_log(path: Path) -> tuple[int, Path]:
+    """Create a bot's log at ``path``, or at the next free number (``NAME.N.log``) when
+    another process took that name meanwhile: the processes of several Ray workers write
+    to one log folder. :class:`OSError` for anything else."""
+    for _ in range(1000):
+        try:
+            return open_new_file(path), path
+        except FileExistsError:
+            if not path.name.endswith(".log"):
+                raise
+            stem, _, number = path.name[:-len(".log")].rpartition(".")
+            if not stem or not number.isdigit():
+                stem, number = path.name[:-len(".log")], "1"
+            path = path.with_name(f"{stem}.{int(number) + 1}.log")
+    return open_new_file(path), path
 
 
 def sweep_stale_socket_dirs() -> None:

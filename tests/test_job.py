@@ -174,3 +174,22 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path)
         else:
             os.environ["TMPDIR"] = old_tmp
     assert bot_processes(sockets) == []
+
+
+def test_a_log_name_taken_meanwhile_gets_the_next_number(tmp_path: Path) -> None:
+    """Bot processes of several Ray workers share one log folder: a name another process
+    created first is skipped, never opened twice."""
+    from arena.botproc import _open_new_log
+
+    (tmp_path / "bot.log").write_text("another process's")
+    (tmp_path / "bot.2.log").write_text("another process's")
+    fd, path = _open_new_log(tmp_path / "bot.log")
+    os.close(fd)
+    assert path == tmp_path / "bot.3.log"
+    fd, path = _open_new_log(tmp_path / "bot.7.log")
+    os.close(fd)
+    assert path == tmp_path / "bot.7.log"
+    assert (tmp_path / "bot.log").read_text() == "another process's"
+    (tmp_path / "other.txt").write_text("x")
+    with pytest.raises(FileExistsError):
+        _open_new_log(tmp_path / "other.txt")
