@@ -8,7 +8,8 @@ MODE FILE OUT'``. It prints one JSON object on stdout. MODE:
 - ``run``: one run; reports the driver's exit and output, and the most games seen
   running at once (live processes of the tournament's Python bot) and the fewest CPUs
   Ray had free meanwhile.
-- ``remove-node``: the worker node is removed once some games are stored.
+- ``remove-node``: the worker node is removed once some games are stored, while two
+  games run (so one of them runs on it).
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
 """
 
@@ -76,10 +77,12 @@ def main() -> None:
         deadline = time.monotonic() + DEADLINE_S
         acted = False
         while driver.poll() is None and time.monotonic() < deadline:
-            most = max(most, bot_count(b"random_bot.py"))
+            running = bot_count(b"random_bot.py")
+            most = max(most, running)
             fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
             if not acted and done_games(out) >= 3:
-                if mode == "remove-node":
+                # two games running (one CPU a node): one of them is on the worker node
+                if mode == "remove-node" and running >= 2:
                     cluster.remove_node(worker)
                     acted = True
                 elif mode == "kill":
