@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -179,3 +180,19 @@ def test_without_ray_installed_says_how_to_install_it(
     assert len(lines) == 1, done.stderr
     assert "pip install 'trick-arena[ray]'" in lines[0]
     assert not (tmp_path / "out").exists()  # refused before anything was made
+
+
+def test_bots_reach_the_nodes_through_working_dir(
+        local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+    """With ``[cluster] working_dir`` Ray copies the folder to the nodes and the bot's
+    command runs in that copy: the driver's folder has no random_bot.py of its own."""
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    shutil.copy(REPO / "sample_bots" / "python" / "random_bot.py", bots)
+    assert not (REPO / "random_bot.py").exists()
+    text = TOURNAMENT.replace("sample_bots/python/random_bot.py", "random_bot.py")
+    file = tmp_path / "wd.toml"
+    file.write_text(text + '\n[cluster]\nworking_dir = "bots"\n')
+    report = in_namespace("run", file, tmp_path / "out")
+    assert games(tmp_path / "out") == local
+    assert retries(report["stdout"]) == 0

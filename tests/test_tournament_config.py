@@ -86,6 +86,11 @@ def test_the_cluster_table(tmp_path: Path) -> None:
                         'address = "ray://head:10001"\nretries = 5')
     config = load_config(write(tmp_path, text))
     assert (config.engine, config.address, config.retries) == ("ray", "ray://head:10001", 5)
+    assert config.working_dir is None
+    (tmp_path / "bots").mkdir()
+    config = load_config(write(tmp_path, text.replace(
+        "retries = 5", 'retries = 5\nworking_dir = "bots"')))
+    assert config.working_dir == (tmp_path / "bots").absolute()
 
 
 def test_the_demo_file_loads() -> None:
@@ -134,6 +139,8 @@ def test_the_demo_file_loads() -> None:
      "cluster.retries: expected an integer 0..100, got -1"),
     (('concurrency = 2', 'concurrency = 2\n[cluster]\nnodes = 3'),
      "cluster.nodes: unknown key in [cluster]"),
+    (('concurrency = 2', 'concurrency = 2\n[cluster]\nworking_dir = "no/such/dir"'),
+     "cluster.working_dir: '"),
 ])
 def test_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, change: tuple[str, str],
                                                    expected: str) -> None:

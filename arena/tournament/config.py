@@ -89,6 +89,9 @@ class TournamentConfig:
     """The Ray cluster's address ("" : RAY_ADDRESS, else a local Ray instance)."""
     retries: int = 3
     """How often a game lost to a cluster failure (not a bot's) is played again."""
+    working_dir: Path | None = None
+    """A folder Ray copies to every node (``runtime_env`` ``working_dir``); bot commands
+    are then relative to it there. None: bot paths must exist on every node."""
 
     @property
     def digest(self) -> str:
@@ -171,12 +174,19 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
                           f"{', '.join(FORMATS)}")
     limits = _limits(where, "limits", data.get("limits", {}), Limits())
     cluster = _table(where, "cluster", data.get("cluster", {}))
-    _known(where, "cluster", cluster, {"engine", "address", "retries"})
+    _known(where, "cluster", cluster, {"engine", "address", "retries", "working_dir"})
     engine = _str(where, "cluster.engine", cluster.get("engine", "local"))
     if engine not in ENGINES:
         raise ConfigError(f"{where}: cluster.engine: {show(engine)}; expected one of "
                           f"{', '.join(ENGINES)}")
     address = cluster.get("address", "")
+    working_dir = None
+    if "working_dir" in cluster:
+        working_dir = (path.parent / _str(where, "cluster.working_dir",
+                                          cluster["working_dir"])).absolute()
+        if not working_dir.is_dir():
+            raise ConfigError(f"{where}: cluster.working_dir: {show(str(working_dir))} is "
+                              f"not a folder")
     if not isinstance(address, str):
         raise ConfigError(f"{where}: cluster.address: expected a string, got {show(address)}")
     isolation = _str(where, "isolation", data.get("isolation", "deal"))
@@ -232,7 +242,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         candidates=tuple(candidates_raw), seed=seed,
         concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
-        output=out, engine=engine, address=address,
+        output=out, engine=engine, address=address, working_dir=working_dir,
         retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100))
 
 

@@ -16,6 +16,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 
 INSTALL = "pip install 'trick-arena[ray]'"
+EXCLUDES = (".git", ".venv", "__pycache__", "node_modules/.cache")
+"""Left out of ``[cluster] working_dir`` when Ray copies it to the nodes."""
 
 
 def import_ray() -> Any:
@@ -74,10 +77,12 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
     done = store.done_ids()
     pending = [g for g in games if g.id not in done]
     summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    runtime_env = None if config.working_dir is None else {
+        "working_dir": str(config.working_dir), "excludes": list(EXCLUDES)}
     try:
         await trio.to_thread.run_sync(partial(
             ray.init, address=address or None, include_dashboard=False,
-            logging_level=logging.WARNING, log_to_driver=False))
+            logging_level=logging.WARNING, log_to_driver=False, runtime_env=runtime_env))
     except Exception as e:  # Ray raises many kinds: one line for all
         raise TournamentError(f"{config.path}: cannot start or reach Ray"
                               f"{' at ' + address if address else ''}: "
@@ -104,6 +109,12 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
     return summary
 
 
+def _cwd(config: TournamentConfig) -> str:
+    """Where a node runs the bot commands: the driver's folder (present on every node),
+    or with ``working_dir`` the node's copy of it (a task's own working folder)."""
+    return "" if config.working_dir is not None else str(Path.cwd())
+
+
 async def _wait(ray: Any, refs: list[Any]) -> list[Any]:
     ready, _ = await trio.to_thread.run_sync(partial(
         ray.wait, refs, num_returns=1, timeout=0.2))
@@ -118,7 +129,7 @@ async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
     for bot in config.bots:
         if bot.spec.kind != "builtin":
             job = GameJob(config.game, {}, 0, "", "", ("", ""), (seats[bot.name],),
-                          cwd=str(Path.cwd()))
+                          cwd=_cwd(config))
             refs[hello.remote(job.to_json(), config.game, config.startup_ms)] = bot.name
     errors: list[str] = []
     waiting = list(refs)
@@ -165,7 +176,7 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                 game, attempt = queue.popleft()
                 if attempt == 0:
                     store.game_started(game)
-                job = job_of(config, seed, game, seats)
+                job = replace(job_of(config, seed, game, seats), cwd=_cwd(config))
                 in_flight[play.remote(job.to_json())] = (game, attempt)
             for ref in await _wait(ray, list(in_flight)):
                 game, attempt = in_flight.pop(ref)
