@@ -62,7 +62,7 @@ proto: $(STAMP)
 $(BENCH_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install -q --upgrade pip
-	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
+	$(BENCH_VENV)/bin/pip install -q -e '.[bench,ray]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "referee": "benchmarks.grpc",
     "tournament": "benchmarks.tournament",
     "isolation": "benchmarks.isolation",
+    "ray": "benchmarks.ray",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 
