@@ -9,6 +9,7 @@ task calls on the node that plays the game.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -152,3 +153,111 @@ def hello_blocking(seat: SeatJob, game: str, startup_ms: int,
                             Path(cwd) if cwd and Path(cwd).is_dir() else None)
         except HandshakeError as e:
             return {"error": str(e)}
+
+
+class WorkerPools:
+    """Bot processes a long-lived process (a Ray worker) keeps between the games it plays,
+    under the ``deal`` invariant of :mod:`arena.pool`: a process plays one game at a time
+    and never two games of one deal. Its own trio loop runs in a thread, so the
+    connections outlive each game; they end with the process (bubblewrap's
+    ``--die-with-parent``) or on :meth:`close`."""
+
+    MAX_IDLE = 4
+    """Idle processes kept per bot; past that the one that has seen most deals ends."""
+
+    def __init__(self) -> None:
+        self._idle: dict[str, list[BotConnection]] = {}
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        ready = threading.Event()
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._stop = trio.Event()
+            ready.set()
+            await self._stop.wait()
+            with trio.CancelScope(shield=True):
+                for conns in self._idle.values():
+                    for conn in conns:
+                        await conn.aclose()
+
+        self._thread = threading.Thread(target=trio.run, args=(main,), daemon=True,
+                                        name="arena-worker-pools")
+        self._thread.start()
+        ready.wait()
+
+    def play(self, job: GameJob, log_dir: Path) -> GameOutcome:
+        """Play ``job`` with kept processes where they may play it, fresh ones otherwise."""
+        return trio.from_thread.run(self._play, job, log_dir, trio_token=self._token)
+
+    def close(self) -> None:
+        assert self._stop is not None
+        trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join()
+
+    async def _play(self, job: GameJob, log_dir: Path) -> GameOutcome:
+        cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
+        seated: list[Player | None] = [None] * len(job.seats)
+        leased: list[tuple[str, BotConnection]] = []
+
+        async def seat_one(seat: int, entry: SeatJob) -> None:
+            key = entry.to_key()
+            idle = self._idle.setdefault(key, [])
+            for conn in idle:
+                if job.deal_seed not in conn.deals and conn.usable:
+                    idle.remove(conn)
+                    break
+            else:
+                conn = BotConnection(entry.name, spec_of(entry), log_dir,
+                                     job.startup_ms / 1000, cwd=cwd,
+                                     confinement=confinement_of(entry),
+                                     hide=tuple(Path(p) for p in entry.hide))
+                try:
+                    await conn.open(job.game)
+                except HandshakeError as e:
+                    seated[seat] = UnreachablePlayer(entry.name, f"cannot start a process "
+                                                                 f"for this game: {e}")
+                    return
+            conn.deals.add(job.deal_seed)
+            leased.append((key, conn))
+            seated[seat] = RemotePlayer(conn, entry.name)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for seat, entry in enumerate(job.seats):
+                    if entry.kind == "builtin":
+                        seated[seat] = builtin_player(job, seat)
+                    else:
+                        nursery.start_soon(seat_one, seat, entry)
+            return await run_game(job, [p for p in seated if p is not None])
+        finally:
+            with trio.CancelScope(shield=True):
+                for key, conn in leased:
+                    idle = self._idle.setdefault(key, [])
+                    if conn.usable:
+                        idle.append(conn)
+                    else:
+                        await conn.aclose()
+                    if len(idle) > self.MAX_IDLE:
+                        worst = max(idle, key=lambda c: len(c.deals))
+                        idle.remove(worst)
+                        await worst.aclose()
+
+
+_worker_pools: WorkerPools | None = None
+
+
+def run_game_kept(job: GameJob) -> GameOutcome:
+    """Like :func:`run_game_blocking`, but the bot processes stay in this process for its
+    later games (``isolation = "deal"``); ``game`` isolation starts fresh ones."""
+    global _worker_pools
+    if job.isolation == "game" or not job.log_dir:
+        return run_game_blocking(job)
+    log_dir = Path(job.log_dir)
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return run_game_blocking(job)
+    if _worker_pools is None:
+        _worker_pools = WorkerPools()
+    return _worker_pools.play(job, log_dir)

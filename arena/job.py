@@ -39,6 +39,10 @@ class SeatJob:
     token: str = field(default="", repr=False)
     insecure: bool = False
 
+    def to_key(self) -> str:
+        """The seat as one string: equal for seats whose bots may share processes."""
+        return json.dumps(_plain(self), sort_keys=True)
+
 
 @dataclass(frozen=True, slots=True)
 class GameJob:

@@ -5,9 +5,8 @@ there, so Ray cannot reach any other address):
 ``unshare --net --map-root-user sh -c 'ip link set lo up && exec python tests/ray_cluster.py
 MODE FILE OUT'``. It prints one JSON object on stdout. MODE:
 
-- ``run``: one run; reports the driver's exit and output, and the most games seen
-  running at once (live processes of the tournament's Python bot) and the fewest CPUs
-  Ray had free meanwhile.
+- ``run``: one run; reports the driver's exit and output, the most games seen running
+  at once (Ray workers titled ``ray::_play_task``) and the fewest CPUs Ray had free.
 - ``remove-node``: the worker node is removed once some games are stored, while two
   games run (so one of them runs on it).
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
@@ -57,6 +56,21 @@ def bot_count(needle: bytes) -> int:
     return count
 
 
+def tasks_running(title: bytes) -> int:
+    """Ray workers running a task of ``title`` now (Ray sets a worker's process title to
+    ``ray::NAME`` while it runs task NAME, ``ray::IDLE`` otherwise)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::" + title):
+                count += 1
+    return count
+
+
 def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "arena", "tournament", file, "--out", out, "--resamples",
@@ -77,7 +91,7 @@ def main() -> None:
         deadline = time.monotonic() + DEADLINE_S
         acted = False
         while driver.poll() is None and time.monotonic() < deadline:
-            running = bot_count(b"random_bot.py")
+            running = tasks_running(b"_play_task")
             most = max(most, running)
             fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
             if not acted and done_games(out) >= 3:

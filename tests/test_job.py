@@ -16,7 +16,7 @@ from conftest import REPO, bot_processes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.game import run_game_blocking
+from arena.game import WorkerPools, run_game_blocking
 from arena.job import GameJob, GameOutcome, JobError, SeatJob
 from arena.tournament.config import load_config
 from arena.tournament.runner import games_of, job_of, seat_jobs
@@ -112,7 +112,7 @@ move_ms = 3000
 
 [schedule]
 format = "round-robin"
-deals = 1
+deals = 2
 
 [[bots]]
 name = "py-random"
@@ -148,7 +148,7 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path)
     stored = {g.id: g.record for g in store.iter_games()}
     seed = int(store.meta()["seed"])
     store.close()
-    assert len(stored) == 4
+    assert len(stored) == 8
 
     cwd = Path.cwd()
     os.chdir(REPO)  # the bots' commands are relative to the repository
@@ -167,6 +167,19 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path)
             assert outcome.bot_infos["py-random"]["name"] == "random-py"
             assert outcome.restarts == {}
             assert len(outcome.latencies_ms) == 4
+        # processes kept between games (a Ray worker's): the same games, fewer processes,
+        # and none plays a deal twice
+        kept = WorkerPools()
+        logs = tmp_path / "kept-logs"
+        try:
+            for scheduled in games_of(config, seed):
+                job = job_of(config, seed, scheduled, by_name)
+                outcome = kept.play(job, logs)
+                assert ({**outcome.record, "timing": None}
+                        == {**stored[scheduled.id], "timing": None}), scheduled.id
+        finally:
+            kept.close()
+        assert len(list(logs.glob("py-random*.log"))) == 4  # 8 games, 2 deals each
     finally:
         os.chdir(cwd)
         if old_tmp is None:

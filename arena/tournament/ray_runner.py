@@ -25,7 +25,7 @@ import trio
 
 from arena import __version__
 from arena.errors import one_line
-from arena.game import hello_blocking, run_game_blocking
+from arena.game import hello_blocking, run_game_kept
 from arena.job import GameJob, GameOutcome, SeatJob
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
@@ -55,8 +55,8 @@ def import_ray() -> Any:
 
 
 def _play_task(job_json: str) -> str:
-    """What a Ray task runs: one game, with bot processes of its own."""
-    return run_game_blocking(GameJob.from_json(job_json)).to_json()
+    """What a Ray task runs: one game, with the bot processes this worker keeps."""
+    return run_game_kept(GameJob.from_json(job_json)).to_json()
 
 
 def _hello_task(seat_json: str, game: str, startup_ms: int) -> dict[str, object]:
