@@ -114,6 +114,7 @@ def main() -> None:
             driver.kill()
         stdout, stderr = driver.communicate()
         report.update(rc=driver.returncode, stdout=stdout, stderr=stderr[-2000:],
+                      driver_stderr=stderr[:2000],
                       most_at_once=most, fewest_free_cpus=fewest_cpus, acted=acted)
     finally:
         ray.shutdown()

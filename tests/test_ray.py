@@ -132,6 +132,7 @@ def test_ray_run_stores_the_same_games_as_a_local_run(
         local: dict[str, tuple[Any, ...]], ray_run: tuple[Path, dict[str, Any]]) -> None:
     out, report = ray_run
     assert f"played {TOTAL} games" in report["stdout"]
+    assert "engine: ray (" in report["driver_stderr"]
     assert retries(report["stdout"]) == 0
     assert games(out) == local  # deal seeds, seats, every action, totals
 

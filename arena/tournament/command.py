@@ -112,6 +112,10 @@ def run_command(args: argparse.Namespace) -> int:
         out.print(f"[bold]{for_terminal(config.name)}[/]: {config.game}, {config.seats} seats, "
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
         _print_confinement(config, err)
+        if use_ray:
+            err.print(f"engine: ray ({address or 'RAY_ADDRESS, else a local Ray instance'}): "
+                      f"one game per CPU of the cluster; concurrency does not apply",
+                      soft_wrap=True, markup=False)
         out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
         print(commitment, flush=True)
         progress = Progress(
