@@ -10,6 +10,9 @@ MODE FILE OUT'``. It prints one JSON object on stdout. MODE:
 - ``remove-node``: the worker node is removed once some games are stored, while two
   games run (so one of them runs on it).
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
+- ``interrupt``: the driver gets SIGINT (Ctrl-C) once some games are stored; reports its
+  exit and output and the bot processes left while the cluster still runs, then runs it
+  again to the end.
 """
 
 from __future__ import annotations
@@ -98,6 +101,19 @@ def main() -> None:
                 # two games running (one CPU a node): one of them is on the worker node
                 if mode == "remove-node" and running >= 2:
                     cluster.remove_node(worker)
+                    acted = True
+                elif mode == "interrupt":
+                    driver.send_signal(signal.SIGINT)
+                    stopped_out, stopped_err = driver.communicate(timeout=30)
+                    report.update(stopped_rc=driver.returncode, stopped_stdout=stopped_out,
+                                  stopped_stderr=stopped_err[-2000:],
+                                  kept=done_games(out))
+                    until = time.monotonic() + 10
+                    while bot_count(b"random_bot.py") and time.monotonic() < until:
+                        time.sleep(0.1)
+                    report["bots_left_after_stop"] = bot_count(b"random_bot.py")
+                    report["tasks_left_after_stop"] = tasks_running(b"_play_task")
+                    driver = start_driver(file, str(out), cluster.address)
                     acted = True
                 elif mode == "kill":
                     report["kept_before_kill"] = done_games(out)

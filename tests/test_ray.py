@@ -167,6 +167,25 @@ def test_resume_after_the_driver_is_killed(
     assert games(out) == local
 
 
+def test_ctrl_c_stops_the_cluster_games_and_resumes_like_a_local_run(
+        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+    """SIGINT to the driver: it stops as a local run does (exit 130, finished games kept,
+    how to resume), its games on the cluster end with their bots, and a second run
+    plays only the rest."""
+    out = tmp_path / "interrupted"
+    report = in_namespace("interrupt", tournament_file, out)
+    assert report["acted"], "the run ended before it could be interrupted"
+    assert report["stopped_rc"] == 130, report["stopped_stderr"]
+    assert "Traceback" not in report["stopped_stderr"]
+    assert f"resume with: arena tournament {tournament_file}" in report["stopped_stderr"]
+    assert report["bots_left_after_stop"] == 0, "bots outlived the interrupted run"
+    assert report["tasks_left_after_stop"] == 0, "game tasks outlived the interrupted run"
+    kept = report["kept"]
+    assert 3 <= kept < TOTAL
+    assert f"resuming: {kept} of {TOTAL} games already played" in report["stdout"]
+    assert games(out) == local
+
+
 def test_without_ray_installed_says_how_to_install_it(
         tournament_file: Path, tmp_path: Path) -> None:
     fake = tmp_path / "noray" / "ray"
