@@ -241,7 +241,7 @@ class BotServiceImpl final : public v1::BotService::Service {
     const Tally t = memory_.Forget(req->game_id(), req->seat());
     const uint32_t place = static_cast<int>(req->seat()) < req->places_size() ? req->places(req->seat()) : 0;
     Log("game ", req->game_id(), " seat ", req->seat(), " over: place ", place, " of ",
-        req->players(), ", bids made in ", t.bids_made, " of ", t.rounds, " rounds",
+        req->players(), ", rounds ", t.rounds, " (bids made ", t.bids_made, ")",
         req->forfeited() ? " (forfeited: " + req->forfeit_reason() + ")" : std::string());
     return grpc::Status::OK;
   }
