@@ -212,7 +212,7 @@ def test_plays_a_whole_game_legally(cpp_bot: Path, arena_sandbox: Sandbox,
     code = main(["play", "--game", game, "--players", "4", "--seed", "0", *options,
                  "--bots", bots.format(bot=spec), "--record", str(record_path), "--quiet",
                  "--log-dir", str(arena_sandbox.tmp / "logs")])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 0, err
     record = json.loads(record_path.read_text())
     verify_record(record)

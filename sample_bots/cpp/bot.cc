@@ -308,7 +308,9 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(bool* ok) {
 // Wait for SIGTERM or SIGINT (blocked in every thread, so only sigtimedwait takes them),
 // or for the process that started us to be gone (an orphan is re-parented, so its
 // parent pid changes; inside the arena's sandbox the parent is pid 1 and there is
-// nothing to watch). Then shut the server down: calls in progress get 500 ms to finish.
+// nothing to watch). Then shut the server down: calls in progress get 100 ms to finish,
+// and the server does not wait longer for its clients to hang up (the arena ends a
+// process only between its calls, and it wants it gone well within a second).
 void AwaitStop(grpc::Server* server, const sigset_t* signals) {
   const pid_t parent = getppid();
   const timespec tick{0, 250 * 1000 * 1000};
@@ -322,7 +324,7 @@ void AwaitStop(grpc::Server* server, const sigset_t* signals) {
     }  // EINTR (a SIGSTOP/SIGCONT between calls) or the tick: wait again
   }
   Log(why, ": shutting down");
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
 }
 
 }  // namespace
