@@ -5,8 +5,9 @@ scripted situations taken from real games — a led Jester, a led Wizard, a forc
 follow-suit, a void hand, the hook rule, a turned Wizard, the last round without trump,
 the Trumps announcement — and lets it play a few complete games against the built-in
 bots. A bot that did not decline ``RoundEnded`` must answer one; a ``cmd:`` bot's
-process must exit promptly on SIGTERM. Every question goes through :class:`~arena.players.RemotePlayer`, so deadlines and
-faults are exactly those of a real game. Each check passes or fails with its reason; the
+process must exit promptly on SIGTERM. Every question goes through
+:class:`~arena.players.RemotePlayer`, so deadlines and faults are exactly those of a
+real game. Each check passes or fails with its reason; the
 answer latencies close the report.
 
 The situations are positions of real :mod:`arena.rules` games: a seed found by search

@@ -196,7 +196,8 @@ def test_check_bot_passes(cpp_bot: Path, arena_sandbox: Sandbox,
     failed = [c for c in report["checks"] if not c["ok"]]
     assert code == 0 and report["ok"] and not failed, failed or err
     names = {(c["game"], c["name"]) for c in report["checks"]}
-    assert {("wizard", "game 1"), ("trumps", "game 1"), (None, "process")} <= names
+    assert {("wizard", "game 1"), ("trumps", "game 1"), (None, "process"),
+            (None, "RoundEnded"), (None, "SIGTERM")} <= names
     assert report["bot"]["name"] == "cpp-sample"
 
 
