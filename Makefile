@@ -8,7 +8,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 
 BUF_STAMP := tools/buf/node_modules/.installed
 
-.PHONY: demo test lint bench proto clean
+.PHONY: demo test lint bench proto clean cpp-bot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ NODE_BOT := sample_bots/node/node_modules/.installed
 $(NODE_BOT): sample_bots/node/package-lock.json
 	if command -v npm >/dev/null; then npm ci --prefix sample_bots/node --no-audit --no-fund && touch $(NODE_BOT); \
 	else echo "npm not found: the Node.js sample bot is left out"; fi
+
+# The C++ sample bot (needs cmake, g++, pkg-config, libgrpc++-dev, protobuf-compiler-grpc);
+# tests/test_cpp_bot.py builds it the same way. The build folder is not in git.
+CPP_BUILD := sample_bots/cpp/build
+cpp-bot:
+	cmake -S sample_bots/cpp -B $(CPP_BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(CPP_BUILD) -j2
 
 # Bot processes run under bubblewrap (Debian's bubblewrap package). As root with apt-get
 # it is installed here; elsewhere the arena says which package is missing.
@@ -69,4 +76,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info test-artifacts
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info test-artifacts $(CPP_BUILD)

@@ -559,6 +559,27 @@ class BotProcess:
                     await trio.sleep(0.005)
         self._finish()
 
+    @property
+    def signals_reach_bot(self) -> bool:
+        """Whether SIGTERM reaches the bot's own processes: with cgroups, or outside the
+        sandbox. (Without cgroups it reaches bubblewrap, which ends the sandbox itself.)"""
+        return self._cgroup is not None or not self.confinement.sandbox
+
+    async def terminate(self, wait_s: float) -> float | None:
+        """SIGTERM, as :meth:`aclose` sends it, then wait up to ``wait_s`` for the process
+        to exit: the seconds it took, or None if it is still running (:meth:`aclose`
+        then ends it)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise RuntimeError("terminate() needs a running process")
+        started = time.monotonic()
+        self._signal_all(signal.SIGTERM)
+        with trio.move_on_after(wait_s):
+            while proc.poll() is None:
+                await trio.sleep(0.005)
+            return time.monotonic() - started
+        return None
+
     def stop_now(self, grace_s: float = 1.0) -> None:
         """A blocking :meth:`aclose`, for the last clean-up outside trio."""
         proc = self._proc

@@ -4,8 +4,10 @@ It starts (or reaches) the bot, checks its health and hand-shake, then puts it i
 scripted situations taken from real games — a led Jester, a led Wizard, a forced
 follow-suit, a void hand, the hook rule, a turned Wizard, the last round without trump,
 the Trumps announcement — and lets it play a few complete games against the built-in
-bots. Every question goes through :class:`~arena.players.RemotePlayer`, so deadlines and
-faults are exactly those of a real game. Each check passes or fails with its reason; the
+bots. A bot that did not decline ``RoundEnded`` must answer one; a ``cmd:`` bot's
+process must exit promptly on SIGTERM. Every question goes through
+:class:`~arena.players.RemotePlayer`, so deadlines and faults are exactly those of a
+real game. Each check passes or fails with its reason; the
 answer latencies close the report.
 
 The situations are positions of real :mod:`arena.rules` games: a seed found by search
@@ -42,7 +44,7 @@ from arena.rules import GAMES, Decision, Game, IllegalAction, View, new_game
 from arena.rules.cards import JESTER, SUIT_LETTERS, WIZARD, format_card
 from arena.sandbox import Confinement, SandboxError, add_sandbox_flags, confinement_from_args
 from arena.trio_grpc import rpc_code, rpc_details
-from arena.wire import PROTOCOL_VERSION, BotInfo, GameResult, RoundResult
+from arena.wire import PROTOCOL_VERSION, BotInfo, GameResult, RoundResult, round_result
 
 PROG = "arena check-bot"
 TABLE_ID = "check-bot"
@@ -286,6 +288,9 @@ GAME_OPTIONS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 """The options of the complete games, in turn (game i uses entry i mod 4)."""
 GAME_SEED = 7001
+SIGTERM_LIMIT_S = 3.0
+"""How soon after SIGTERM a ``cmd:`` bot's process must have exited. The arena itself
+sends SIGKILL 1 s after SIGTERM; this leaves room for a busy machine."""
 
 
 # -- running the checks -----------------------------------------------------------------
@@ -431,6 +436,62 @@ class Checker:
             notes.append(f"{where}{shown} ({_legal_text(view.decision, view.legal)})")
         self.add(situation.title, True, "; ".join(notes), situation.game)
 
+    async def round_ended(self, name: str) -> None:
+        """Unless the bot declined them, a RoundEnded notification (the first round of a
+        real game of ``name``) must be answered, and in time."""
+        info = self.connection.info
+        if info is not None and info.skip_round_ended:
+            self.add("RoundEnded", True, "declined in the hand-shake (skip_round_ended): "
+                                         "not sent")
+            return
+        game = new_game(name, {}, GAME_SEED)
+        while len(game.log) < 2 and not game.is_over:  # to the end of round 1
+            game.apply(game.legal_actions()[0])
+        result = round_result(game, 1, 0, f"check-bot/{name}/round-ended", TABLE_ID)
+        problem = ""
+        started = time.perf_counter()
+        with trio.move_on_after(self.move_ms / 1000 + GRACE_S) as scope:
+            try:
+                await self.player.round_ended(result, self.move_ms)
+            except grpc.RpcError as e:
+                code = rpc_code(e)
+                problem = (f"no answer within {self.move_ms} ms"
+                           if code is grpc.StatusCode.DEADLINE_EXCEEDED else
+                           f"answered with status {code.name if code else 'UNKNOWN'}: "
+                           f"{rpc_details(e)}".rstrip(": "))
+            except Exception as e:  # never let one check end the run
+                problem = f"{type(e).__name__}: {e}"[:300]
+        if scope.cancelled_caught:
+            problem = f"no answer within {self.move_ms} ms"
+        where = f"{name} seed {GAME_SEED}, round 1, seat 0: "
+        if problem:
+            self.add("RoundEnded", False,
+                     f"{where}{problem}; the bot did not decline RoundEnded "
+                     f"(skip_round_ended in its hand-shake), so it gets one after every round")
+        else:
+            took_ms = (time.perf_counter() - started) * 1000
+            self.add("RoundEnded", True, f"{where}answered in {took_ms:.1f} ms")
+
+    async def sigterm(self) -> None:
+        """A ``cmd:`` bot's process must exit within :data:`SIGTERM_LIMIT_S` of SIGTERM
+        (the arena's way of ending it). Not checked when no process is running."""
+        process = self.connection.process
+        if process is None or process.returncode is not None:
+            return
+        took = await process.terminate(SIGTERM_LIMIT_S)
+        if took is None:
+            self.add("SIGTERM", False,
+                     f"still running {SIGTERM_LIMIT_S:g} s after SIGTERM; a bot must exit "
+                     f"promptly on SIGTERM (the arena sends SIGKILL 1 s after it)")
+            return
+        note = ""
+        if not process.signals_reach_bot:
+            note = ("; here without cgroups the signal reaches the sandbox, which ends the "
+                    "bot itself: run with --no-sandbox to check the bot's own handling")
+        elif took > 1.0:
+            note = " (over the arena's 1 s: in a game it would have been killed)"
+        self.add("SIGTERM", True, f"exited {took:.2f} s after SIGTERM{note}")
+
     async def complete_game(self, name: str, index: int) -> None:
         options = GAME_OPTIONS[name][index % len(GAME_OPTIONS[name])]
         seed = GAME_SEED + index
@@ -510,12 +571,15 @@ async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None,
                     await checker.situation(situation)
             for index in range(games_per_kind):
                 await checker.complete_game(kind, index)
+        if kinds:
+            await checker.round_ended(kinds[0])
         if spec.kind == "cmd":
             restarts = connection.restarts
             checker.add("process", restarts == 0,
                         "never crashed or restarted" if restarts == 0 else
                         f"crashed and was restarted {restarts} time"
                         f"{'s' if restarts > 1 else ''}")
+            await checker.sigterm()
     finally:
         await connection.aclose()
     return report

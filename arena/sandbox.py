@@ -721,7 +721,8 @@ def _bwrap_view(args: tuple[str, ...], cwd: Path, confinement: Confinement,
 def _absolute(arg: str, cwd: Path) -> str:
     if arg.startswith("-") or os.path.isabs(arg) or not os.path.exists(cwd / arg):
         return arg
-    return str(cwd / arg)
+    # normalised: a "../bot.py" must not pass through a folder the sandbox does not show
+    return os.path.normpath(cwd / arg)
 
 
 def idle_start_possible(cgroup: Cgroup | None) -> bool:

@@ -70,8 +70,9 @@ class Bot:
     """A bot. Override :meth:`bid` and :meth:`play`; the rest is optional.
 
     Every request carries the seat's complete view, so a bot may keep no state at all.
-    One that does should key it by :attr:`game_id` (the game of the call being answered):
-    a bot may play several games at once (one call at a time by default; with
+    One that does should key it by ``(self.game_id, view.seat)`` (the game of the call
+    being answered, and the seat: one game may seat the bot twice): a bot may play
+    several games at once (one call at a time by default; with
     ``serve(workers=N)`` or ``--workers N`` its methods run concurrently on N threads).
     """
 

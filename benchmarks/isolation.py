@@ -72,8 +72,8 @@ Under ``deal`` isolation a bot needs a process per lane (table and rotation), ea
 playing up to ``deals`` games: the start-up cost per game falls as 1 / deals."""
 TRUMPS_DEALS = 16
 TRUMPS_BOTS = (
-    ("heuristic-py", "cmd:python sample_bots/python/heuristic_bot.py"),
-    ("random-py", "cmd:python sample_bots/python/random_bot.py"),
+    ("heuristic-py", f"cmd:python {ROOT / 'sample_bots/python/heuristic_bot.py'}"),
+    ("random-py", f"cmd:python {ROOT / 'sample_bots/python/random_bot.py'}"),
     ("heuristic", "heuristic"),
     ("random", "random"),
     ("random-2", "random"),

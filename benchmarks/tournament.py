@@ -233,10 +233,17 @@ class DemoCopy:
     """Bots of the demo not in the copy's field: (name, reason)."""
 
 
+def rebased(text: str) -> str:
+    """The demo file's text with its relative paths (``../sample_bots/...``, taken from
+    the file's folder) made absolute, for a copy written to another folder."""
+    return re.sub(r'(?<=[" \[])\.\./[^" \]]*',
+                  lambda m: os.path.normpath(DEMO_FILE.parent / m[0]), text)
+
+
 def demo_without_node() -> tuple[str, list[tuple[str, str]]]:
-    """The demo file's text, without the Node.js bot where it cannot run; and the bots
-    left out (name, reason)."""
-    text = DEMO_FILE.read_text()
+    """The demo file's text (its paths absolute), without the Node.js bot where it cannot
+    run; and the bots left out (name, reason)."""
+    text = rebased(DEMO_FILE.read_text())
     left_out: list[tuple[str, str]] = []
     if not node_ready():
         blocks = re.split(r"(?m)^(?=\[\[bots\]\])", text)

@@ -32,6 +32,7 @@ from arena.checkbot import (
 )
 from arena.rules import Decision, View
 from arena.rules.cards import JESTER, WIZARD
+from arena.sandbox import limit_mechanism
 
 BOTS = Path(__file__).resolve().parent / "checkbot_bots"
 
@@ -228,10 +229,13 @@ def test_heuristic_bot_passes_every_check(capsys: pytest.CaptureFixture[str],
     for game in ("wizard", "trumps"):
         for n in (1, 2):
             assert f"PASS  {game}: game {n} " in out
-    for name in ("health", "hand-shake", "process"):
+    for name in ("health", "hand-shake", "process", "SIGTERM"):
         assert f"PASS  {name} " in out
+    # the SDK declines RoundEnded for a bot that does not override round_ended
+    assert any(line.startswith("PASS  RoundEnded ") and "declined in the hand-shake "
+               "(skip_round_ended)" in line for line in out.splitlines())
     assert "latency over" in out and " p50 " in out and " p95 " in out and " max " in out
-    assert "all 17 checks passed" in out
+    assert "all 19 checks passed" in out
 
 
 def test_random_bot_passes_and_the_json_report(capsys: pytest.CaptureFixture[str],
@@ -243,7 +247,7 @@ def test_random_bot_passes_and_the_json_report(capsys: pytest.CaptureFixture[str
                              "games": ["wizard", "trumps"]}
     checks = by_name(report)
     assert all(c["ok"] for c in checks.values())
-    assert len(checks) == 2 + len(SITUATIONS) + 2 + 1
+    assert len(checks) == 2 + len(SITUATIONS) + 2 + 3  # RoundEnded, process, SIGTERM
     latency = report["latency_ms"]
     assert latency["calls"] > 100 and 0 < latency["p50"] <= latency["p95"] <= latency["max"]
 
@@ -353,5 +357,39 @@ def test_a_failed_notification_fails_the_game_check(capsys: pytest.CaptureFixtur
                                   "--game", "trumps", "--games", "1")
     checks = by_name(report)
     assert code == 1
-    assert [name for name, c in checks.items() if not c["ok"]] == ["trumps: game 1"]
+    assert [name for name, c in checks.items() if not c["ok"]] == ["trumps: game 1",
+                                                                  "RoundEnded"]
     assert "RoundEnded failed: UNKNOWN" in checks["trumps: game 1"]["reason"]
+
+
+@pytest.mark.parametrize(("hang", "expected"), [
+    (False, "RoundEnded  trumps seed 7001, round 1, seat 0: answered with status UNKNOWN"),
+    (True, "RoundEnded  trumps seed 7001, round 1, seat 0: no answer within 300 ms"),
+])
+def test_a_bot_that_asks_for_round_ended_must_take_it(
+        capsys: pytest.CaptureFixture[str], sandbox: Path, hang: bool, expected: str) -> None:
+    # no complete games: the RoundEnded check alone finds it, in one line naming it
+    spec = python_bot(BOTS / "deaf_bot.py") + (" --hang" if hang else "")
+    code, out, _ = check_bot(capsys, sandbox, spec, "--game", "trumps", "--games", "0",
+                             "--move-ms", "300")
+    assert code == 1
+    failed = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1, out
+    assert " ".join(failed[0].split()).startswith("FAIL " + " ".join(expected.split()))
+    assert "did not decline RoundEnded (skip_round_ended in its hand-shake)" in failed[0]
+    assert "1 of 8 checks failed" in out
+
+
+@pytest.mark.parametrize("confined", [False, True])
+def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
+        capsys: pytest.CaptureFixture[str], sandbox: Path, confined: bool) -> None:
+    if confined and not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: SIGTERM reaches bubblewrap, which ends the sandbox "
+                    "whatever the bot does")
+    flags = () if confined else ("--no-sandbox",)
+    code, out, _ = check_bot(capsys, sandbox, python_bot(BOTS / "stubborn_bot.py"),
+                             "--game", "trumps", "--games", "0", *flags)
+    assert code == 1
+    failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
+    assert failed == ["FAIL SIGTERM still running 3 s after SIGTERM; a bot must exit promptly "
+                      "on SIGTERM (the arena sends SIGKILL 1 s after it)"], out

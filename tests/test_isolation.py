@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, bot_cmd
 
-HOSTILE = "tests/bots/hostile"
-PY_HEURISTIC = "cmd:python sample_bots/python/heuristic_bot.py"
-PY_RANDOM = "cmd:python sample_bots/python/random_bot.py"
+HOSTILE = str(REPO / "tests/bots/hostile")
+PY_HEURISTIC = bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")
+PY_RANDOM = bot_cmd(REPO / "sample_bots/python/random_bot.py")
+"""Absolute: a tournament file's relative paths are taken from its folder (a temporary one)."""
 RUN_TIMEOUT_S = 150
 
 needs_sandbox = pytest.mark.skipif(

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import REPO, Watch, open_page, state
+from conftest import REPO, Watch, bot_cmd, open_page, state
 from test_site_html import Site, slug
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
 
 FAULTY = "illegal"
-BOTS = ((FAULTY, "cmd:python tests/bots/illegal.py"), ("heuristic", "heuristic"),
+BOTS = ((FAULTY, bot_cmd(REPO / "tests/bots/illegal.py")), ("heuristic", "heuristic"),
         ("random", "random"), ("heuristic-b", "heuristic"), ("random-b", "random"))
 TOURNAMENT = """
 name = "site-faults"

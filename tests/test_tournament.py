@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, processes_with
+from conftest import REPO, bot_cmd, processes_with
 
 TOURNAMENT = """
 name = "resume-test"
@@ -38,11 +38,11 @@ deals = 2
 
 [[bots]]
 name = "py-heuristic"
-spec = "cmd:python sample_bots/python/heuristic_bot.py"
+spec = "{HEURISTIC}"
 
 [[bots]]
 name = "py-random"
-spec = "cmd:python sample_bots/python/random_bot.py"
+spec = "{RANDOM}"
 
 [[bots]]
 name = "heuristic"
@@ -55,7 +55,10 @@ spec = "random"
 [[bots]]
 name = "random2"
 spec = "random"
-"""
+""".replace("{HEURISTIC}", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")).replace(
+    "{RANDOM}", bot_cmd(REPO / "sample_bots/python/random_bot.py"))
+"""Bot commands are absolute: a tournament file's relative paths are taken from its own
+folder (these files are written to a temporary one)."""
 TOTAL = 5 * 2 * 4  # tables x deals x rotations
 
 
@@ -250,8 +253,9 @@ def test_a_changed_file_is_refused_unless_fresh(tournament_file: Path, uninterru
 
 
 def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path: Path) -> None:
+    illegal = bot_cmd(REPO / "tests/bots/illegal.py")
     text = TOURNAMENT.replace('name = "random2"\nspec = "random"',
-                              'name = "illegal"\nspec = "cmd:python tests/bots/illegal.py"')
+                              f'name = "illegal"\nspec = "{illegal}"')
     text = text.replace("deals = 2", "deals = 1").replace("draw = false",
                                                           "draw = false\nannounce = true")
     path = tmp_path / "faulty.toml"
@@ -275,7 +279,8 @@ def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path:
 SEEDLESS = (TOURNAMENT.replace("seed = 424242\n", 'isolation = "shared"\n')
             .replace("deals = 2", "deals = 1")
             .replace('name = "random2"\nspec = "random"',
-                     'name = "sleepy"\nspec = "cmd:python tests/bots/sleepy.py --sleep-ms 15"'))
+                     'name = "sleepy"\nspec = "'
+                     + bot_cmd(REPO / "tests/bots/sleepy.py", "--sleep-ms", 15) + '"'))
 SEEDLESS_TOTAL = 5 * 1 * 4
 
 

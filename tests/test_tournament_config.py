@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO, bot_cmd
 
 from arena.cli import main
 from arena.sandbox import Limits, usable_cores
@@ -39,9 +41,9 @@ spec = "random"
 
 [[bots]]
 name = "py"
-spec = "cmd:python sample_bots/python/random_bot.py"
-"""
-PY = 'spec = "cmd:python sample_bots/python/random_bot.py"'
+spec = "{PY_BOT}"
+""".replace("{PY_BOT}", bot_cmd(REPO / "sample_bots/python/random_bot.py"))
+PY = f'spec = "{bot_cmd(REPO / "sample_bots/python/random_bot.py")}"'
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -56,7 +58,7 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
     assert config.options == {"players": 3, "hook_rule": True}
     assert (config.move_ms, config.bank_ms, config.max_faults) == (500, 1000, 2)
     assert config.field_names == ["h", "r", "py"]
-    assert config.output == Path("out/t")
+    assert config.output == tmp_path / "out" / "t"  # from the file's folder
     assert config.seed == 7 and config.deals == 2 and config.concurrency == 2
     assert len(config.digest) == 64
 
@@ -66,13 +68,14 @@ def test_isolation_limits_and_trust_per_bot(tmp_path: Path) -> None:
     assert config.isolation == "deal" and config.limits == Limits()
     assert all(b.confinement.sandbox for b in config.bots)
     text = GOOD.replace("concurrency = 2\n", 'isolation = "shared"\n[limits]\nmemory_mb = 512\n')
-    text = text.replace(PY, PY + '\nsandbox = false\nread_only = ["proto"]\n'
+    (tmp_path / "model").mkdir()
+    text = text.replace(PY, PY + '\nsandbox = false\nread_only = ["model"]\n'
                         'env = { MODEL = "big" }\nlimits = { processes = 8 }')
     config = load_config(write(tmp_path, text))
     py = config.bots[2].confinement
     assert config.isolation == "shared" and config.limits.memory_mb == 512
     assert config.bots[0].confinement.limits.memory_mb == 512
-    assert not py.sandbox and py.read_only == (Path("proto").absolute(),)
+    assert not py.sandbox and py.read_only == (tmp_path / "model",)
     assert py.env == (("MODEL", "big"),)
     assert (py.limits.memory_mb, py.limits.processes) == (512, 8)
     # without 'concurrency', one game per usable core: one thinking bot per core
@@ -110,8 +113,7 @@ def test_the_demo_file_loads() -> None:
     (('concurrency = 2', 'concurrency = 2\ncolour = "red"'), "colour: unknown key"),
     (('game = "wizard"', 'game = "chess"'), "game: 'chess' is not a game"),
     (('spec = "random"', 'spec = "randomm"'), "bots[1].spec: unknown bot 'randomm'"),
-    (('spec = "cmd:python sample_bots/python/random_bot.py"',
-      'spec = "cmd:no-such-program --x"'), "bot py: cannot start: 'no-such-program' not found"),
+    ((PY, 'spec = "cmd:no-such-program --x"'), "bot py: cannot start: 'no-such-program' not found"),
     (('format = "round-robin"', 'format = "swiss"'), "schedule.format: 'swiss'"),
     (('format = "round-robin"', 'format = "gauntlet"'), "a gauntlet needs at least one"),
     (('deals = 2', 'deals = 2\ncandidates = ["zz"]'), "'zz' is not a bot"),
@@ -172,3 +174,70 @@ def test_required_bots_left_out_where_missing(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, text))
     assert config.skipped == (("ghost", "ghost-bot is not installed"),)
     assert "ghost" not in config.field_names
+
+
+MODEL_BOT = '''"""Plays randomly, after reading its model from ../model/weights.txt (read_only)."""
+from pathlib import Path
+
+from arena.bots import RandomBot
+from arena.sdk import Bot, View, serve
+
+WEIGHTS = (Path(__file__).resolve().parent.parent / "model" / "weights.txt").read_text()
+
+
+class Model(Bot):
+    name = "model-bot"
+
+    def __init__(self) -> None:
+        self.strategy = RandomBot(WEIGHTS)
+
+    def bid(self, view: View) -> int:
+        return self.strategy.act(view)
+
+    def play(self, view: View) -> int:
+        return self.strategy.act(view)
+
+
+serve(Model())
+'''
+
+
+def test_relative_paths_are_taken_from_the_files_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # cup/cup.toml names ../bots/model_bot.py, ../model (read_only) and an output "results";
+    # the arena runs from elsewhere (/), in the sandbox: the bot starts, sees its model
+    # and plays, and the results land next to the file
+    (tmp_path / "cup").mkdir()
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "weights.txt").write_text("7")
+    (tmp_path / "bots" / "model_bot.py").write_text(MODEL_BOT)
+    path = tmp_path / "cup" / "cup.toml"
+    path.write_text('name = "cup"\ngame = "trumps"\nseats = 2\nseed = 3\nconcurrency = 1\n'
+                    'output = "results"\n[options]\ndraw = false\n'
+                    '[[bots]]\nname = "model"\nspec = "cmd:python ../bots/model_bot.py"\n'
+                    'read_only = ["../model"]\n'
+                    '[[bots]]\nname = "h"\nspec = "heuristic"\n'
+                    '[[bots]]\nname = "sock"\nspec = "unix:sockets/bot.sock"\n')
+    monkeypatch.chdir("/")
+    config = load_config(path)
+    assert config.folder == tmp_path / "cup"
+    assert config.output == tmp_path / "cup" / "results"
+    assert config.bots[0].confinement.read_only == (tmp_path / "model",)
+    assert str(config.bots[2].spec) == f"unix:{tmp_path / 'cup' / 'sockets' / 'bot.sock'}"
+    # what is not there is named with the folder it was looked for in
+    missing = path.with_name("missing.toml")
+    missing.write_text(path.read_text().replace("python ../bots/model_bot.py",
+                                                "../bots/model_bot"))
+    with pytest.raises(ConfigError, match=r"bots\[0\]\.spec: bot model: cannot start: "
+                                          rf"'../bots/model_bot' not found in {tmp_path}/cup$"):
+        load_config(missing)
+    # the run itself, without the unix: bot (nobody serves it)
+    path.write_text(path.read_text().split('[[bots]]\nname = "sock"')[0])
+    code = main(["tournament", str(path), "--resamples", "20"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    board = json.loads((tmp_path / "cup" / "results" / "leaderboard.json").read_text())
+    assert {b["name"]: sum(b["faults"].values()) for b in board["bots"]} == {"model": 0, "h": 0}
+    assert not (tmp_path / "results").exists() and not Path("/results").exists()

@@ -94,6 +94,13 @@ class TournamentConfig:
     are then relative to it there. None: bot paths must exist on every node."""
 
     @property
+    def folder(self) -> Path:
+        """The tournament file's folder, absolute: the relative paths in the file (bot
+        commands, ``read_only``, ``tls_ca``, ``output``) are taken from it, and ``cmd:``
+        bots start in it."""
+        return Path(os.path.abspath(self.path)).parent
+
+    @property
     def digest(self) -> str:
         """SHA-256 of the file as run: a changed file is refused on resume."""
         return hashlib.sha256(self.text.encode()).hexdigest()
@@ -193,7 +200,8 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     if isolation not in ISOLATIONS:
         raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
-    bots, skipped = _bots(where, data.get("bots"), limits)
+    folder = Path(os.path.abspath(path)).parent
+    bots, skipped = _bots(where, data.get("bots"), limits, folder)
     names = [b.name for b in bots]
     if len(bots) < seats:
         note = f" ({len(skipped)} left out: {', '.join(n for n, _ in skipped)})" if skipped else ""
@@ -229,7 +237,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     out_text = _str(where, "output", data.get("output", f"out/{name}"))
     if "\0" in out_text and (output is None or "output" in data):
         raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
-    out = output or Path(out_text)
+    out = output or _in(folder, out_text)
     return TournamentConfig(
         path=path, text=text, name=name, game=game, seats=seats, options=options,
         bots=tuple(bots), skipped=tuple(skipped),
@@ -253,7 +261,14 @@ def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:
                         for k, v in table.items()})
 
 
-def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits) -> Confinement:
+def _in(folder: Path, text: str) -> Path:
+    """The path ``text`` of a tournament file: a relative one is taken from the file's
+    ``folder`` (absolute, normalised, so a ``..`` also works inside the sandbox)."""
+    return Path(os.path.normpath(folder / text))
+
+
+def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
+                 folder: Path) -> Confinement:
     sandbox = entry.get("sandbox", True)
     if not isinstance(sandbox, bool):
         raise ConfigError(f"{where}: {key}.sandbox: expected true or false, got {sandbox!r}")
@@ -263,10 +278,11 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits) ->
         raise ConfigError(f"{where}: {key}.read_only: expected a list of paths")
     paths: list[Path] = []
     for text in read_only:
-        path = Path(text)
+        path = _in(folder, text)
         if not _exists(path):
-            raise ConfigError(f"{where}: {key}.read_only: {show(text)} does not exist")
-        paths.append(path.absolute())
+            raise ConfigError(f"{where}: {key}.read_only: {show(text)} does not exist "
+                              f"(relative paths are taken from the file's folder)")
+        paths.append(path)
     env = _table(where, f"{key}.env", entry.get("env", {}))
     for name, value in env.items():
         if not _ENV_NAME.fullmatch(name) or not isinstance(value, str) or "\0" in value:
@@ -280,7 +296,7 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits) ->
                        read_only=tuple(paths), env=tuple(sorted(env.items())))
 
 
-def _bots(where: str, raw: Any, limits: Limits,
+def _bots(where: str, raw: Any, limits: Limits, folder: Path,
           ) -> tuple[list[BotEntry], list[tuple[str, str]]]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
@@ -317,23 +333,29 @@ def _bots(where: str, raw: Any, limits: Limits,
                 continue
         if spec.kind == "cmd":
             program = command_args(spec.value)[0]
-            if shutil.which(program) is None and not _exists(Path(program)):
+            if not (_exists(_in(folder, program)) if os.sep in program
+                    else shutil.which(program) is not None):
                 raise ConfigError(f"{where}: {key}.spec: bot {one_line(name, 40)}: cannot start: "
-                                  f"{show(program)} not found")
+                                  f"{show(program)} not found"
+                                  + (f" in {folder}" if os.sep in program
+                                     and not os.path.isabs(program) else ""))
+        if spec.kind == "unix":
+            spec = BotSpec("unix", str(_in(folder, spec.value)))
         if spec.kind in ("grpc", "grpcs"):
-            spec = BotSpec(spec.kind, spec.value, _remote(where, key, name, entry, spec))
+            spec = BotSpec(spec.kind, spec.value,
+                           _remote(where, key, name, entry, spec, folder))
         else:
             for k in _REMOTE_KEYS:
                 if k in entry:
                     raise ConfigError(f"{where}: {key}.{k}: only for a grpc:// or grpcs:// "
                                       f"bot, not {spec}")
         bots.append(BotEntry(name, spec, requires,
-                             _confinement(where, key, entry, limits)))
+                             _confinement(where, key, entry, limits, folder)))
     return bots, skipped
 
 
 def _remote(where: str, key: str, name: str, entry: dict[str, Any], spec: BotSpec,
-            ) -> Remote:
+            folder: Path) -> Remote:
     """The TLS, token and ``insecure`` keys of a remote bot, checked."""
     tls = spec.kind == "grpcs"
     for k in ("tls_ca", "tls_server_name"):
@@ -343,7 +365,7 @@ def _remote(where: str, key: str, name: str, entry: dict[str, Any], spec: BotSpe
     if "tls_ca" in entry:
         text = _str(where, f"{key}.tls_ca", entry["tls_ca"])
         try:
-            ca = Path(text).read_bytes()
+            ca = _in(folder, text).read_bytes()
         except OSError as e:
             raise ConfigError(f"{where}: {key}.tls_ca: cannot read {text!r}: "
                               f"{e.strerror}") from None

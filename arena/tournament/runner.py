@@ -130,7 +130,8 @@ async def run(config: TournamentConfig, store: Store, seed: int,
                             bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                             bot.confinement, config.isolation, config.deals,
                             hide=tuple(h for h in hide if h not in own),
-                            spares=config.concurrency, max_idle=2 * config.concurrency + 2))
+                            spares=config.concurrency, max_idle=2 * config.concurrency + 2,
+                            cwd=config.folder))
                 try:
                     await _open_all(config, pools, store)
                 except TournamentError as e:
@@ -192,7 +193,7 @@ def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Pa
     for bot in config.bots:
         if bot.spec.kind == "cmd" and (only is None or bot.name == only):
             args = command_args(bot.spec.value)
-            folders += bot_folders(args[1:], Path.cwd())
+            folders += bot_folders(args[1:], config.folder)
     return folders
 
 

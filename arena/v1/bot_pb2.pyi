@@ -141,7 +141,9 @@ class BidRequest(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     BANK_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
-    """The game, unique for the referee's run; the same in every call about this game."""
+    """The game, unique for the referee's run; the same in every call about this game,
+    for every seat of it: state kept per game is keyed by (game_id, view.seat).
+    """
     table_id: _builtins.str
     """The table the game is played at, as named by the tournament."""
     deadline_ms: _builtins.int
@@ -216,7 +218,9 @@ class ChooseTrumpRequest(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     BANK_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
-    """The game, unique for the referee's run; the same in every call about this game."""
+    """The game, unique for the referee's run; the same in every call about this game,
+    for every seat of it: state kept per game is keyed by (game_id, view.seat).
+    """
     table_id: _builtins.str
     """The table the game is played at, as named by the tournament."""
     deadline_ms: _builtins.int
@@ -289,7 +293,9 @@ class PlayRequest(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _builtins.int
     BANK_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
-    """The game, unique for the referee's run; the same in every call about this game."""
+    """The game, unique for the referee's run; the same in every call about this game,
+    for every seat of it: state kept per game is keyed by (game_id, view.seat).
+    """
     table_id: _builtins.str
     """The table the game is played at, as named by the tournament."""
     deadline_ms: _builtins.int
@@ -381,7 +387,7 @@ class RoundEndedRequest(_message.Message):
     game: _game_pb2.Game.ValueType
     """The game being played."""
     seat: _builtins.int
-    """This bot's seat."""
+    """This bot's seat; with game_id, the key of any state kept for this game."""
     players: _builtins.int
     """The number of players."""
     round: _builtins.int
@@ -488,7 +494,7 @@ class GameEndedRequest(_message.Message):
     game: _game_pb2.Game.ValueType
     """The game that was played."""
     seat: _builtins.int
-    """This bot's seat."""
+    """This bot's seat; with game_id, the key of any state kept for this game."""
     players: _builtins.int
     """The number of players."""
     forfeited: _builtins.bool

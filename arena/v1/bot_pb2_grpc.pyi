@@ -42,8 +42,8 @@ class BotServiceStub:
 
     Decision calls: each request carries the seat's complete view, the legal actions and
     the time the bot has, so a bot may be stateless; one that keeps state should key it
-    by game_id. A bot may sit at several tables, or several seats of one table, at once:
-    calls can arrive concurrently. An answer that is late (past the call's gRPC
+    by (game_id, seat): a bot may sit at several tables, or several seats of one table
+    (the same game_id), at once, and calls can arrive concurrently. An answer that is late (past the call's gRPC
     deadline, deadline_ms), a gRPC error, or a malformed or illegal answer is a fault of
     the bot; the tournament's rules say what follows (the referee never trusts an answer:
     it checks it against the rules before use).
@@ -78,8 +78,8 @@ class BotServiceAsyncStub(BotServiceStub):
 
     Decision calls: each request carries the seat's complete view, the legal actions and
     the time the bot has, so a bot may be stateless; one that keeps state should key it
-    by game_id. A bot may sit at several tables, or several seats of one table, at once:
-    calls can arrive concurrently. An answer that is late (past the call's gRPC
+    by (game_id, seat): a bot may sit at several tables, or several seats of one table
+    (the same game_id), at once, and calls can arrive concurrently. An answer that is late (past the call's gRPC
     deadline, deadline_ms), a gRPC error, or a malformed or illegal answer is a fault of
     the bot; the tournament's rules say what follows (the referee never trusts an answer:
     it checks it against the rules before use).
@@ -110,8 +110,8 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Decision calls: each request carries the seat's complete view, the legal actions and
     the time the bot has, so a bot may be stateless; one that keeps state should key it
-    by game_id. A bot may sit at several tables, or several seats of one table, at once:
-    calls can arrive concurrently. An answer that is late (past the call's gRPC
+    by (game_id, seat): a bot may sit at several tables, or several seats of one table
+    (the same game_id), at once, and calls can arrive concurrently. An answer that is late (past the call's gRPC
     deadline, deadline_ms), a gRPC error, or a malformed or illegal answer is a fault of
     the bot; the tournament's rules say what follows (the referee never trusts an answer:
     it checks it against the rules before use).

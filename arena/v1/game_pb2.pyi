@@ -333,7 +333,8 @@ class SeatView(_message.Message):
     def trump_card(self) -> Global___Card:
         """The card turned up after the deal, which everyone sees; absent when none was turned
         (Wizard's last round, or Trumps with a fixed trump suit). In Trumps it lies at the
-        bottom of the stock and is the last card drawn.
+        bottom of the stock: it is drawn last when the stock is drawn to the end (2 or 4
+        players, with draw), else it is never drawn.
         """
 
     @_builtins.property
