@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import select
 import signal
@@ -18,9 +19,21 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from urllib.error import HTTPError
+from urllib.parse import urlsplit
+from urllib.request import Request, urlopen
 
 import pytest
-from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_command, bot_cmd, decisions_of, gone
+from conftest import (
+    REPO,
+    SAMPLE_BOTS,
+    Sandbox,
+    arena_command,
+    bot_cmd,
+    decisions_of,
+    gone,
+    read_line,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,36 +51,39 @@ CONFIGS = ([("wizard", {"players": n, "hook_rule": h}) for n in (3, 4, 6) for h 
 # -- the reasons ------------------------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(config=st.sampled_from(CONFIGS), seed=st.integers(0, 2**32), moves=st.randoms())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=st.sampled_from(CONFIGS), seed=st.integers(0, 2**32),
+       moves_seed=st.integers(0, 2**32))
 def test_reasons_from_the_view_are_the_engines(config: tuple[str, dict[str, Any]], seed: int,
-                                               moves: Any) -> None:
-    """At every decision of a random game, every action the seat might name (each card of
-    the deck, each bid and suit, and some that are none) is refused from the view alone
-    exactly when the engine refuses it, with the engine's reason."""
+                                               moves_seed: int) -> None:
+    """At every decision of a random game, every action the seat might name (each card it
+    holds and a few it does not, each bid and suit, and some that are none) is refused
+    from the view alone exactly when the engine refuses it, with the engine's reason."""
     name, options = config
     game = new_game(name, options, seed)
+    moves = random.Random(moves_seed)
     deck = sorted(set(range(16, 64)) | {WIZARD, JESTER})
     while not game.is_over:
         seat = game.to_move
         assert seat is not None
         view = game.view(seat)
         if view.decision is Decision.PLAY:
-            candidates = deck
+            candidates = sorted(set(view.hand)) + moves.sample(
+                [c for c in deck if c not in view.hand], 3)
         elif view.decision is Decision.BID:
             candidates = list(range(-1, view.tricks_in_round + 3))
         else:
             candidates = [-1, 0, 1, 2, 3, 4]
+        other = game.view((seat + 1) % game.players)
         for action in candidates:
             reason = illegal_reason(view, action)
+            assert illegal_reason(other, action) == "it is not your turn"
             if action in view.legal:
                 assert reason is None
                 continue
             with pytest.raises(IllegalAction) as refused:
                 game.check(action)
             assert str(refused.value) == f"seat {seat}: {reason}"
-            assert illegal_reason(game.view((seat + 1) % game.players), action) == (
-                "it is not your turn")
         game.apply(moves.choice(view.legal))
 
 
@@ -308,7 +324,8 @@ def test_ctrl_c_at_the_prompt_ends_cleanly(arena_sandbox: Sandbox) -> None:
                     "--bots", f"{bot_cmd(SAMPLE_BOTS / 'random_bot.py')},human,heuristic")
     try:
         assert term.until_prompt() is not None
-        pids = [p for p in _children_of(term.proc.pid)]
+        pids = _children_of(term.proc.pid)
+        assert pids, "the bot process was not found"
         os.killpg(term.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         code, _, err = term.finish()
     finally:
@@ -364,3 +381,104 @@ def test_bad_human_flags_are_one_line_errors() -> None:
                               text=True, timeout=30)
         assert done.returncode == 2
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+# -- the browser seat's server, without a browser (tests/test_play_browser.py has one) ---
+
+
+def _start_web(sandbox: Sandbox, *argv: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        arena_command("play", "--no-sandbox", "--game", "trumps", "--players", "3",
+                      "--option", "draw=false", "--seed", "5", "--web", *argv),
+        cwd=REPO, env=dict(sandbox.env, PYTHONUNBUFFERED="1"), text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while line := read_line(proc, deadline):
+        found = re.search(r"play in your browser: (http://127\.0\.0\.1:\d+/\S+/)", line)
+        if found:
+            return proc, found.group(1)
+    proc.kill()
+    pytest.fail(f"no URL printed: {proc.communicate(timeout=10)}")
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urlopen(url, timeout=10) as response:
+            return response.status, response.read()
+    except HTTPError as e:
+        return e.code, e.read()
+
+
+def _post(url: str, body: bytes) -> tuple[int, Any]:
+    """The status and the answer (JSON, decoded when it is JSON)."""
+    try:
+        with urlopen(Request(url, data=body, method="POST"), timeout=10) as response:
+            code, data = response.status, response.read()
+    except HTTPError as e:
+        code, data = e.code, e.read()
+    try:
+        return code, json.loads(data)
+    except ValueError:
+        return code, data
+
+
+def test_the_web_seat_answers_only_under_its_token_and_ctrl_c_ends_it(
+        arena_sandbox: Sandbox) -> None:
+    proc, url = _start_web(arena_sandbox, "--bots", "heuristic,human,random")
+    try:
+        parts = urlsplit(url)
+        root = f"{parts.scheme}://{parts.netloc}/"
+        assert _get(root)[0] == 404 and _get(root + "state")[0] == 404
+        assert _post(root + "answer", b'{"answer": "1"}')[0] == 404
+        assert _get(url + "replay.html")[0] == 404  # not before the game is over
+        assert _get(url + "assets/../../etc/passwd")[0] == 404
+        code, page = _get(url)
+        assert code == 200 and b'src="assets/play.js"' in page
+        state: dict[str, Any] = {}
+        for _ in range(100):  # the seat is asked once the bot before it has played
+            state = json.loads(_get(url + "state")[1])
+            if state["status"] == "play":
+                break
+            time.sleep(0.1)
+        view = state["view"]
+        assert view["seat"] == 1 and view["decision"] == "play" and len(view["hand"]) == 7
+        assert set(state) >= {"names", "rounds", "result", "message", "version"}
+        assert _post(url + "answer", b"[1, 2]") == (
+            400, {"error": 'expected JSON {"answer": "H7"}'})
+        assert _post(url + "answer", b'{"answer": "W"}') == (
+            200, {"ok": False, "error": "does not hold Wizard"})
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130 and err.strip() == "arena: interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+
+
+def test_the_web_seat_keeps_a_time_limit(arena_sandbox: Sandbox) -> None:
+    """Nobody opens the page: with --human-ms the referee plays for the seat, the game
+    ends and the result stays served until Ctrl-C (exit 0)."""
+    path = arena_sandbox.tmp / "game.json"
+    proc, url = _start_web(arena_sandbox, "--bots", "human,heuristic,random",
+                           "--human-ms", "100", "--record", str(path), "--quiet")
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while (line := read_line(proc, deadline)) and "the game is over" not in line:
+            pass
+        assert line and url in line
+        state = json.loads(_get(url + "state")[1])
+        assert state["status"] == "over" and state["view"] is None
+        record = json.loads(_get(url + "record.json")[1])
+        assert [f["kind"] for f in record["faults"]] == ["timeout"] * 3
+        assert b'id="record"' in _get(url + "replay.html")[1]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert out.strip().endswith("stopped")
+        assert json.loads(path.read_text()) == record
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
