@@ -37,6 +37,7 @@ from conftest import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arena.cli import split_bots
 from arena.human import AnswerError, parse_answer
 from arena.record import verify_record
 from arena.rules import Decision, IllegalAction, new_game
@@ -367,6 +368,11 @@ def test_a_time_limit_for_the_human_is_kept_by_the_referee(arena_sandbox: Sandbo
     assert [f["seat"] for f in faults] == [1, 1, 1]
     assert {f["kind"] for f in faults} == {"timeout"}
     assert faults[-1]["forfeited"] and faults[0]["detail"] == "no answer within 150 ms"
+
+
+def test_human_is_a_seat_of_its_own_in_bots() -> None:
+    assert split_bots("cmd:python bot.py --weights=1,2,human,random") == [
+        "cmd:python bot.py --weights=1,2", "human", "random"]
 
 
 def test_bad_human_flags_are_one_line_errors() -> None:

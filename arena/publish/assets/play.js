@@ -101,6 +101,7 @@
     if (state.status === "play" && v) {
       status = v.decision === "bid" ? "Your turn: bid." :
         v.decision === "trump" ? "Your turn: choose the trump suit." : "Your turn: play a card.";
+      if (state.deadline_ms) status += " You have " + state.deadline_ms / 1000 + " s.";
     }
     byId("status").textContent = status;
     if (state.status !== "play") showMessage("");
