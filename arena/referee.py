@@ -207,8 +207,8 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
                latencies: list[float], game_id: str, table_id: str,
                fault: Callable[[int, View, str, str, int | None], None]) -> int:
     seat = view.seat
-    move_ms: int | None = getattr(player, "move_ms", clock.move_ms)
-    deadline_ms = clock.move_ms + bank[seat] if move_ms is None else move_ms + bank[seat]
+    move_ms: int | None = getattr(player, "move_ms", clock.move_ms)  # a person's seat
+    deadline_ms = 0 if move_ms is None else move_ms + bank[seat]  # 0: no limit
     started = trio.current_time()  # the clock the deadline below is measured on
     detail = ""
     kind = ""
@@ -216,8 +216,7 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
     with trio.move_on_after(math.inf if move_ms is None else
                             deadline_ms / 1000 + GRACE_S) as scope:
         try:
-            action = await player.decide(view, game_id, table_id,
-                                         0 if move_ms is None else deadline_ms, bank[seat])
+            action = await player.decide(view, game_id, table_id, deadline_ms, bank[seat])
         except Abandon:
             raise
         except Fault as f:

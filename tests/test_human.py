@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 from urllib.request import Request, urlopen
 
 import pytest
+import trio
+import trio.testing
 from conftest import (
     REPO,
     SAMPLE_BOTS,
@@ -37,9 +39,12 @@ from conftest import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arena.bots import make_bot
 from arena.cli import split_bots
 from arena.human import AnswerError, parse_answer
+from arena.players import LocalPlayer
 from arena.record import verify_record
+from arena.referee import Abandon, TimeControl, play_game
 from arena.rules import Decision, IllegalAction, new_game
 from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, parse_card
 from arena.rules.reasons import illegal_reason
@@ -488,3 +493,55 @@ def test_the_web_seat_keeps_a_time_limit(arena_sandbox: Sandbox) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+class _Person:
+    """A player with its own clock, as a person's seat is: it thinks ``think_s`` and
+    then plays the first legal action, or leaves the table."""
+
+    def __init__(self, move_ms: int | None, think_s: float, leave: bool = False) -> None:
+        self.name = "person"
+        self.move_ms = move_ms
+        self.last_cpu_ms: float | None = None
+        self.think_s = think_s
+        self.leave = leave
+        self.deadlines: list[int] = []
+
+    async def decide(self, view: Any, game_id: str, table_id: str, deadline_ms: int,
+                     bank_ms: int) -> int:
+        self.deadlines.append(deadline_ms)
+        await trio.sleep(self.think_s)
+        if self.leave:
+            raise Abandon("the person left")
+        return int(view.legal[0])
+
+    async def round_ended(self, result: Any, deadline_ms: int) -> None:
+        return None
+
+    async def game_ended(self, result: Any, deadline_ms: int) -> None:
+        return None
+
+
+def _referee_game(person: _Person) -> Any:
+    game = new_game("trumps", {"players": 3, "draw": False}, 4)
+    players = [person, LocalPlayer(make_bot("random", 1)), LocalPlayer(make_bot("random", 2))]
+    return trio.run(play_game, game, players, TimeControl(move_ms=100, bank_ms=50),
+                    clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_referee_keeps_a_persons_own_clock() -> None:
+    """No limit: an hour per answer is no fault (decide is told deadline 0); an own limit
+    replaces the clock's move_ms, the seat's bank still added; Abandon goes through."""
+    patient = _Person(None, 3600)
+    report = _referee_game(patient)
+    assert report.faults == [] and set(patient.deadlines) == {0}
+    assert min(report.latencies_ms[0]) >= 3600_000
+    slow = _Person(5000, 1)  # 1 s: over the clock's 100 ms, within its own 5000
+    report = _referee_game(slow)
+    assert report.faults == [] and slow.deadlines[0] == 5050
+    late = _Person(500, 1)
+    report = _referee_game(late)
+    assert [f["kind"] for f in report.faults] == ["timeout"] * 3
+    assert report.faults[0]["detail"] == "no answer within 550 ms"
+    with pytest.raises(Abandon, match="the person left"):
+        _referee_game(_Person(None, 0, leave=True))
