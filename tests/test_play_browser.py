@@ -155,6 +155,11 @@ def test_a_whole_game_in_the_browser(context: tuple[BrowserContext, Watch],
     # names are data: the markup-like bot name is shown as text, nowhere as markup
     assert page.locator("#seats tbody tr[data-seat='1'] th").text_content() == BOT_NAME
     assert page.locator("img").count() == 0 and page.title() != "1"
+    # the cards are buttons named for screen readers; the bids are buttons
+    labels = page.eval_on_selector_all("#hand button", "bs => bs.map(b => b.ariaLabel)")
+    assert len(labels) == 7 and all(re.match(r"(\w+ of (clubs|diamonds|hearts|spades)"
+                                              r"|Wizard|Jester)", str(x)) for x in labels)
+    assert page.get_by_role("button", name="3", exact=True).is_visible()
     while True:
         status, version = _status(page)
         if status == "over":

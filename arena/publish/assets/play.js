@@ -20,6 +20,13 @@
     var rank = Number(card.slice(1));
     return (FACES[rank] || String(rank)) + SYMBOLS[SUITS.indexOf(card.charAt(0))];
   }
+  function spoken(card) {  // for screen readers: "7 of diamonds", "queen of hearts"
+    if (card === "W") return "Wizard";
+    if (card === "J") return "Jester";
+    var rank = Number(card.slice(1));
+    var names = { 11: "jack", 12: "queen", 13: "king", 14: "ace" };
+    return (names[rank] || String(rank)) + " of " + SUIT_NAMES[SUITS.indexOf(card.charAt(0))];
+  }
   function colour(card) {
     if (card === "W") return "wizard";
     if (card === "J") return "jester";
@@ -64,15 +71,16 @@
     });
   }
 
-  function choice(label, answer, legal, reason, cls) {
+  function choice(label, answer, legal, reason, cls, said) {
     var b = el("button", label, cls);
     b.type = "button";
     b.dataset.answer = answer;
     b.dataset.legal = legal ? "true" : "false";
+    if (said) b.setAttribute("aria-label", said);
     if (!legal) {
       b.setAttribute("aria-disabled", "true");
       b.title = reason || "not allowed now";
-      b.setAttribute("aria-label", label + ": not allowed: " + b.title);
+      b.setAttribute("aria-label", (said || label) + ": not allowed: " + b.title);
     }
     b.addEventListener("click", function () { send(answer); });
     return b;
@@ -86,6 +94,7 @@
       li.dataset.seat = seat;
       var c = el("span", symbol(card), "card " + colour(card));
       c.dataset.card = card;
+      c.title = spoken(card);
       li.appendChild(c);
       if (trick.winner === seat) li.className = "winner";
       list.appendChild(li);
@@ -141,7 +150,7 @@
       v.hand.forEach(function (card) {
         var legal = playing && v.decision === "play" && v.legal.indexOf(card) >= 0;
         var reason = playing && v.decision === "play" ? v.refused[card] : "not your turn";
-        var b = choice(symbol(card), card, legal, reason, colour(card));
+        var b = choice(symbol(card), card, legal, reason, colour(card), spoken(card));
         b.dataset.card = card;
         if (!playing || v.decision !== "play") b.className += " waiting";
         hand.appendChild(b);
