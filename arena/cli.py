@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import secrets
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
@@ -22,11 +23,12 @@ from arena.checkbot import add_parser as add_check_bot_parser
 from arena.checkbot import cmd_check_bot
 from arena.errors import one_line
 from arena.files import FolderError, atomic_writer, private_dir, temp_dir
+from arena.human import HUMAN, TerminalPlayer
 from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
 from arena.record import MAX_RECORD_BYTES, RecordError, game_record, parse_record, verify_record
-from arena.referee import GameReport, TimeControl, play_game
+from arena.referee import Abandon, GameReport, TimeControl, play_game
 from arena.rules import GAMES, Game, OptionError, game_class, new_game, option_specs
 from arena.rules.options import parse_option_texts
 from arena.sandbox import Confinement, SandboxError, add_sandbox_flags, confinement_from_args
@@ -46,7 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trick-arena {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    play = sub.add_parser("play", help="play one game and print it")
+    play = sub.add_parser(
+        "play", help="play one game and print it",
+        description="Play one game and print it. A seat given as 'human' is played by you: "
+                    "in the terminal, or with --web in the browser (docs/playing.md).")
     play.add_argument("--game", required=True, help=f"one of: {', '.join(GAMES)}")
     play.add_argument("--players", type=int, help="number of players (the game's default)")
     play.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -54,8 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--seed", type=int, help="the deal seed (default: random, printed)")
     play.add_argument("--bots", help="comma-separated bot spec per seat: "
                       f"{', '.join(BUILTIN_BOTS)}, cmd:COMMAND, grpc://HOST:PORT, "
-                      "grpcs://HOST:PORT or unix:PATH "
+                      "grpcs://HOST:PORT or unix:PATH, or human (you play that seat) "
                       "(default: heuristic and random alternating)")
+    play.add_argument("--human-ms", type=int, metavar="MS",
+                      help="time per decision of the human seat (default: no limit)")
+    play.add_argument("--web", action="store_true",
+                      help="play the human seat in the browser: serve a page on 127.0.0.1 "
+                      "and print its URL; after the game it stays up until Ctrl-C")
+    play.add_argument("--port", type=int, default=0, metavar="N",
+                      help="the port for --web (default 0: a free one)")
     play.add_argument("--record", type=Path, metavar="FILE", help="write the game record here")
     play.add_argument("--quiet", action="store_true", help="print only the final standings")
     play.add_argument("--move-ms", type=int, default=1000, metavar="MS",
@@ -122,7 +134,7 @@ def split_bots(text: str) -> list[str]:
     """Split ``--bots`` at commas, keeping commas inside a ``cmd:`` command line."""
     out: list[str] = []
     for part in text.split(","):
-        known = part.strip() in BUILTIN_BOTS or part.strip().startswith(
+        known = part.strip() in (*BUILTIN_BOTS, HUMAN) or part.strip().startswith(
             ("cmd:", "grpc://", "grpcs://", "unix:"))
         if out and not known and out[-1].startswith("cmd:"):
             out[-1] += "," + part
@@ -144,8 +156,12 @@ def cmd_play(args: argparse.Namespace) -> int:
     if len(names) != n:
         raise UsageError(f"arena play: {len(names)} bots for {n} players; "
                          f"give --bots with exactly {n} names")
+    humans = [seat for seat, name in enumerate(names) if name == HUMAN]
+    _check_human_flags(args, humans)
     try:
-        specs = remote_from_args([BotSpec.parse(name) for name in names], args)
+        bot_specs = iter(remote_from_args([BotSpec.parse(name) for name in names
+                                           if name != HUMAN], args))
+        specs = [BotSpec(HUMAN, HUMAN) if name == HUMAN else next(bot_specs) for name in names]
     except BotSpecError as e:
         raise UsageError(f"arena play: {e}") from None
     for spec in specs:
@@ -155,6 +171,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     # a remote bot's seat takes the name it gives in the hand-shake
     seats = [SeatSpec(spec.value if spec.kind == "builtin" else f"seat{seat} ({spec})", spec)
              for seat, spec in enumerate(specs)]
+    web = None
+    if humans:
+        seats[humans[0]], web = _human_seat(args, game)
     for flag in ("move_ms", "bank_ms", "max_faults", "startup_ms"):
         if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
             raise UsageError(f"arena play: --{flag.replace('_', '-')} must be positive")
@@ -169,10 +188,19 @@ def cmd_play(args: argparse.Namespace) -> int:
     except FolderError as e:
         raise UsageError(f"arena play: {e}") from None
     try:
-        report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
-                          args.startup_ms / 1000, confinement)
+        try:
+            report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
+                              args.startup_ms / 1000, confinement)
+        except BaseException:
+            if web is not None:
+                web.close()
+            raise
     except HandshakeError as e:
         print(f"arena play: {clean(str(e))}", file=sys.stderr)
+        return 1
+    except Abandon as e:
+        print(f"arena play: {e}; the game was left unfinished, no record written",
+              file=sys.stderr)
         return 1
     finally:
         if not args.log_dir:
@@ -181,7 +209,56 @@ def cmd_play(args: argparse.Namespace) -> int:
     if args.record:
         _write_json(args.record, record)
         print(f"record written to {args.record}")
+    if web is not None:
+        from arena.human_web import replay_page
+
+        web.table.finish(record, replay_page(record), str(args.record) if args.record else None)
+        print(f"the game is over: the result and its replay are at {web.url} "
+              f"(Ctrl-C to stop)", flush=True)
+        try:
+            trio.run(_until_stopped)
+        finally:
+            web.close()
+        print("stopped", flush=True)
     return 0
+
+
+def _check_human_flags(args: argparse.Namespace, humans: list[int]) -> None:
+    if len(humans) > 1:
+        raise UsageError(f"arena play: {len(humans)} human seats (seats "
+                         f"{', '.join(map(str, humans))}); one person plays one seat")
+    if args.web and not humans:
+        raise UsageError("arena play: --web needs a human seat in --bots (e.g. "
+                         "--bots human,heuristic,random)")
+    if args.human_ms is not None and args.human_ms < 1:
+        raise UsageError("arena play: --human-ms must be positive")
+    if not 0 <= args.port <= 65535:
+        raise UsageError("arena play: --port must be 0..65535")
+
+
+def _human_seat(args: argparse.Namespace, game: Game) -> tuple[SeatSpec, Any]:
+    """The seat a person plays: in the terminal, or with ``--web`` in the browser (its
+    server started and its URL printed)."""
+    if not args.web:
+        return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), TerminalPlayer(HUMAN, args.human_ms)), None
+    from arena.human_web import HOST, WebPlayer, WebServer, WebTable
+
+    table = WebTable()
+    try:
+        web = WebServer(table, f"{game.name.capitalize()}: you against the bots", args.port)
+    except OSError as e:
+        raise UsageError(f"arena play: cannot listen on {HOST}:{args.port}: "
+                         f"{e.strerror or e}") from None
+    web.start()
+    print(f"play in your browser: {web.url} (Ctrl-C to stop)", flush=True)
+    return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), WebPlayer(table, HUMAN, args.human_ms)), web
+
+
+async def _until_stopped() -> None:
+    """Wait for Ctrl-C (SIGINT) or SIGTERM."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
@@ -191,6 +268,10 @@ async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: 
 
     async with seated_players(seats, game.name, log_dir, seed, startup_s,
                               confinement) as players:
+        for player in players:  # a person's seat shows the others' names
+            set_names = getattr(player, "set_names", None)
+            if set_names is not None:
+                set_names([p.name for p in players])
         printer = GamePrinter(game_record(game, [p.name for p in players]))
         if not quiet:
             printer.header()

@@ -468,6 +468,8 @@ class SeatSpec:
 
     name: str
     spec: BotSpec
+    player: Player | None = None
+    """A player the caller made (a person's seat, :mod:`arena.human`): seated as it is."""
 
 
 @asynccontextmanager
@@ -487,7 +489,9 @@ async def seated_players(seats: Sequence[SeatSpec], game: str, log_dir: Path,
     players: list[Player] = []
     try:
         for seat, entry in enumerate(seats):
-            if entry.spec.kind == "builtin":
+            if entry.player is not None:
+                players.append(entry.player)
+            elif entry.spec.kind == "builtin":
                 players.append(LocalPlayer(make_bot(entry.spec.value, f"{seed}/{seat}"),
                                            entry.name))
             else:

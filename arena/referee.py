@@ -51,6 +51,11 @@ class Fault(Exception):
         self.detail = detail
 
 
+class Abandon(Exception):
+    """Raised by a player to end the game unfinished: a person who left the table (end of
+    input, a closed session). The referee lets it through; no record is made."""
+
+
 class Player(Protocol):
     """One seat's connection to a bot, as the referee uses it."""
 
@@ -58,7 +63,9 @@ class Player(Protocol):
     last_cpu_ms: float | None
     """The bot's own CPU time for its last :meth:`decide`, where it can be measured."""
     # A player may also have ``last_call_ms``: how long its last :meth:`decide` call took
-    # on the wire (start to answer), the bot's clock where the player can measure it.
+    # on the wire (start to answer), the bot's clock where the player can measure it; and
+    # ``move_ms``: its own time per decision instead of the clock's (a person's seat), None
+    # for no limit (its :meth:`decide` is then given ``deadline_ms`` 0).
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -200,14 +207,18 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
                latencies: list[float], game_id: str, table_id: str,
                fault: Callable[[int, View, str, str, int | None], None]) -> int:
     seat = view.seat
-    deadline_ms = clock.move_ms + bank[seat]
+    move_ms: int | None = getattr(player, "move_ms", clock.move_ms)  # a person's seat
+    deadline_ms = 0 if move_ms is None else move_ms + bank[seat]  # 0: no limit
     started = trio.current_time()  # the clock the deadline below is measured on
     detail = ""
     kind = ""
     action: Any = None
-    with trio.move_on_after(deadline_ms / 1000 + GRACE_S) as scope:
+    with trio.move_on_after(math.inf if move_ms is None else
+                            deadline_ms / 1000 + GRACE_S) as scope:
         try:
             action = await player.decide(view, game_id, table_id, deadline_ms, bank[seat])
+        except Abandon:
+            raise
         except Fault as f:
             kind, detail = f.kind, f.detail
         except Exception as e:  # a broken in-process bot must not stop the game
@@ -219,9 +230,10 @@ async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank:
     if not scope.cancelled_caught and isinstance(call_ms, float):
         elapsed_ms = min(elapsed_ms, call_ms)
     latencies.append(elapsed_ms)
-    if elapsed_ms > clock.move_ms:
-        bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - clock.move_ms))
-    if scope.cancelled_caught or (not kind and elapsed_ms > deadline_ms):
+    if move_ms is not None and elapsed_ms > move_ms:
+        bank[seat] = max(0, bank[seat] - math.ceil(elapsed_ms - move_ms))
+    if scope.cancelled_caught or (not kind and move_ms is not None
+                                  and elapsed_ms > deadline_ms):
         # the deadline is the deadline: the grace only bounds how long the referee waits
         # for a call to end by itself, it does not lengthen the time to answer
         kind, detail = "timeout", f"no answer within {deadline_ms} ms"

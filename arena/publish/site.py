@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -769,8 +769,6 @@ def game_page(game: StoredGame, site: _Site, previous: str | None, following: st
     root = "../"
     seats = list(record.get("seats") or game.bots)
     n = len(seats)
-    rounds = record.get("rounds") or []
-    has_bids = any(r.get("bids") is not None for r in rounds)
     game_name = str(record.get("game"))
     faults = record.get("faults") or []
     places = record["places"]
@@ -787,32 +785,6 @@ def game_page(game: StoredGame, site: _Site, previous: str | None, following: st
             f'<td class="num">{seat}</td><td>{bot_link(root, site.slugs, seats[seat])}</td>'
             f'<td class="num">{num(totals[seat])}</td><td class="num">{fault_count[seat]}'
             f'{" (forfeited)" if forfeited[seat] else ""}</td></tr>')
-    first: dict[str, Any] = rounds[0] if rounds else {"hands": [[]] * n, "dealer": 0}
-    seat_blocks = []
-    for seat in range(n):
-        hand = "".join(card_html(c) for c in first["hands"][seat])
-        dealer = " dealer" if first.get("dealer") == seat else ""
-        seat_blocks.append(
-            f'<div class="seat{dealer}" data-seat="{seat}"><div class="seat-head">'
-            f'<span class="seat-no">{seat}</span>{bot_link(root, site.slugs, seats[seat])}'
-            f'<span class="badge dealer-badge" title="dealer">dealer</span>'
-            f'<span class="seat-info" data-seat="{seat}"></span></div>'
-            f'<div class="hand" data-seat="{seat}">{hand}</div></div>')
-    score_rows = "".join(
-        f'<tr data-seat="{s}"><th scope="row">{esc(seats[s])}</th>'
-        + (f'<td class="bid num" data-seat="{s}"></td>' if has_bids else "")
-        + f'<td class="won num" data-seat="{s}">0</td><td class="points num" data-seat="{s}">'
-        f'</td><td class="total num" data-seat="{s}">0</td></tr>' for s in range(n))
-    bid_word = "Bid" if game_name == "wizard" else "Announced"
-    score_head = ('<tr><th scope="col">Seat</th>'
-                  + (f'<th scope="col">{bid_word}</th>' if has_bids else "")
-                  + '<th scope="col">Won</th>'
-                  + f'<th scope="col">{"Round" if game_name == "wizard" else "Points"}</th>'
-                  + '<th scope="col">Total</th></tr>')
-    round_options = "".join(f'<option value="{r["number"]}">Round {r["number"]}</option>'
-                            for r in rounds)
-    round_jump = (f'<label for="round-jump" class="sr-only">Jump to round</label>'
-                  f'<select id="round-jump">{round_options}</select>' if len(rounds) > 1 else "")
     fault_html = ""
     if faults:
         fault_rows = [
@@ -845,6 +817,51 @@ def game_page(game: StoredGame, site: _Site, previous: str | None, following: st
         table(["Place", "Seat", "Bot", "Total", "Faults"], result_rows,
               ' id="result" class="data compact"'),
         "</section>",
+        replay_section(record, seats, lambda name: bot_link(root, site.slugs, name),
+                       '<a href="../data/games.jsonl">games.jsonl</a>'),
+        fault_html,
+        f'<script type="application/json" id="record">{_script_json(record)}</script>',
+    ]
+    return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,
+                scripts=("site.js", "replay.js"))
+
+
+def replay_section(record: Mapping[str, Any], seats: Sequence[str],
+                   name_html: Callable[[str], str], where: str) -> str:
+    """The replay viewer's section for ``record`` (driven by ``replay.js`` from the record
+    in ``<script id="record">``): ``name_html`` shows a seat's name (escaped), ``where``
+    says where else the record is (HTML), for readers without JavaScript."""
+    n = len(seats)
+    rounds = record.get("rounds") or []
+    has_bids = any(r.get("bids") is not None for r in rounds)
+    game_name = str(record.get("game"))
+    first: dict[str, Any] = rounds[0] if rounds else {"hands": [[]] * n, "dealer": 0}
+    seat_blocks = []
+    for seat in range(n):
+        hand = "".join(card_html(c) for c in first["hands"][seat])
+        dealer = " dealer" if first.get("dealer") == seat else ""
+        seat_blocks.append(
+            f'<div class="seat{dealer}" data-seat="{seat}"><div class="seat-head">'
+            f'<span class="seat-no">{seat}</span>{name_html(seats[seat])}'
+            f'<span class="badge dealer-badge" title="dealer">dealer</span>'
+            f'<span class="seat-info" data-seat="{seat}"></span></div>'
+            f'<div class="hand" data-seat="{seat}">{hand}</div></div>')
+    score_rows = "".join(
+        f'<tr data-seat="{s}"><th scope="row">{esc(seats[s])}</th>'
+        + (f'<td class="bid num" data-seat="{s}"></td>' if has_bids else "")
+        + f'<td class="won num" data-seat="{s}">0</td><td class="points num" data-seat="{s}">'
+        f'</td><td class="total num" data-seat="{s}">0</td></tr>' for s in range(n))
+    bid_word = "Bid" if game_name == "wizard" else "Announced"
+    score_head = ('<tr><th scope="col">Seat</th>'
+                  + (f'<th scope="col">{bid_word}</th>' if has_bids else "")
+                  + '<th scope="col">Won</th>'
+                  + f'<th scope="col">{"Round" if game_name == "wizard" else "Points"}</th>'
+                  + '<th scope="col">Total</th></tr>')
+    round_options = "".join(f'<option value="{r["number"]}">Round {r["number"]}</option>'
+                            for r in rounds)
+    round_jump = (f'<label for="round-jump" class="sr-only">Jump to round</label>'
+                  f'<select id="round-jump">{round_options}</select>' if len(rounds) > 1 else "")
+    return "\n".join([
         '<section aria-labelledby="replay-h"><h2 id="replay-h">Replay</h2>',
         f'<div id="replay" data-round="1" data-trick="0" data-step="0" data-players="{n}">',
         '<div class="controls">'
@@ -868,15 +885,11 @@ def game_page(game: StoredGame, site: _Site, previous: str | None, following: st
         '<ol id="tricks-log" class="tricks-log" aria-labelledby="tricks-h"></ol>',
         "</div>",
         '<noscript><p class="note">Stepping through the game needs JavaScript. The record is '
-        'in this page and in <a href="../data/games.jsonl">games.jsonl</a>.</p></noscript>',
+        'in this page and in ' + where + '.</p></noscript>',
         '<p class="note">Keys: → forward, ← back, Home and End for the first and last step. '
         "Every hand is shown face up.</p>",
         "</section>",
-        fault_html,
-        f'<script type="application/json" id="record">{_script_json(record)}</script>',
-    ]
-    return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,
-                scripts=("site.js", "replay.js"))
+    ])
 
 
 # -- the tournament statement -------------------------------------------------------------
