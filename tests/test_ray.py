@@ -42,7 +42,7 @@ deals = 1
 
 [[bots]]
 name = "py-random"
-spec = "cmd:python sample_bots/python/random_bot.py"
+spec = "cmd:python {bot}"
 
 [[bots]]
 name = "heuristic"
@@ -106,7 +106,7 @@ def retries(stdout: str) -> int:
 @pytest.fixture(scope="module")
 def tournament_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ray") / "ray.toml"
-    path.write_text(TOURNAMENT)
+    path.write_text(TOURNAMENT.format(bot=REPO / "sample_bots/python/random_bot.py"))
     return path
 
 
@@ -210,7 +210,7 @@ def test_bots_reach_the_nodes_through_working_dir(
     bots.mkdir()
     shutil.copy(REPO / "sample_bots" / "python" / "random_bot.py", bots)
     assert not (REPO / "random_bot.py").exists()
-    text = TOURNAMENT.replace("sample_bots/python/random_bot.py", "random_bot.py")
+    text = TOURNAMENT.format(bot="random_bot.py")
     file = tmp_path / "wd.toml"
     file.write_text(text + '\n[cluster]\nworking_dir = "bots"\n')
     report = in_namespace("run", file, tmp_path / "out")

@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -110,9 +109,9 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
 
 
 def _cwd(config: TournamentConfig) -> str:
-    """Where a node runs the bot commands: the driver's folder (present on every node),
-    or with ``working_dir`` the node's copy of it (a task's own working folder)."""
-    return "" if config.working_dir is not None else str(Path.cwd())
+    """Where a node runs the bot commands: the tournament file's folder (present on every
+    node), or with ``working_dir`` the node's copy of it (a task's own working folder)."""
+    return "" if config.working_dir is not None else str(config.folder)
 
 
 async def _wait(ray: Any, refs: list[Any]) -> list[Any]:

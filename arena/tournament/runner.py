@@ -184,7 +184,7 @@ def job_of(config: TournamentConfig, seed: int, scheduled: ScheduledGame,
         scheduled.table_id, wire_ids(seed, scheduled),
         tuple(seats[name] for name in scheduled.bots), config.move_ms, config.bank_ms,
         config.max_faults, config.startup_ms, config.isolation,
-        str((config.output / "logs").absolute()), str(Path.cwd()))
+        str((config.output / "logs").absolute()), str(config.folder))
 
 
 def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Path]:
