@@ -61,17 +61,20 @@ def bot_count(needle: bytes) -> int:
 
 def tasks_running(title: bytes) -> int:
     """Ray workers running a task of ``title`` now (Ray sets a worker's process title to
-    ``ray::NAME`` while it runs task NAME, ``ray::IDLE`` otherwise)."""
-    count = 0
+    ``ray::NAME`` while it runs task NAME, ``ray::IDLE`` otherwise). A worker's child
+    between its fork and its exec (a bot being started) has the same title: it is not
+    counted."""
+    titled: dict[str, str] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
             if cmd.startswith(b"ray::" + title):
-                count += 1
-    return count
+                titled[entry] = stat.rsplit(")", 1)[1].split()[1]  # the parent's pid
+    return sum(1 for parent in titled.values() if parent not in titled)
 
 
 def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:

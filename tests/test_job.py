@@ -116,7 +116,7 @@ deals = 2
 
 [[bots]]
 name = "py-random"
-spec = "cmd:python sample_bots/python/random_bot.py"
+spec = "cmd:python {bot}"
 
 [[bots]]
 name = "heuristic"
@@ -138,7 +138,7 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path)
     sockets = Path(tempfile.mkdtemp(prefix="arena-j-"))
     env = dict(os.environ, TMPDIR=str(sockets))
     file = tmp_path / "t.toml"
-    file.write_text(TOURNAMENT)
+    file.write_text(TOURNAMENT.format(bot=REPO / "sample_bots/python/random_bot.py"))
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(file),
                            "--out", str(out)], cwd=REPO, text=True,
