@@ -145,6 +145,9 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
         async def worker(slot: int) -> None:
             core = cores[slot % len(cores)] if config.isolation != "shared" else None
             for scheduled in pending:  # shared by the workers: each game taken once
+                # a game of built-in bots never waits: let the other workers and the
+                # signal handler run between games
+                await trio.lowlevel.checkpoint()
                 leased: list[tuple[BotPool, BotConnection]] = []
                 job = replace(job_of(config, seed, scheduled, seats),
                               bot_seed=bot_seed(scheduled))
