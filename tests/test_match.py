@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO, SAMPLE_BOTS, Sandbox, bot_cmd
 
 from arena.match.schedule import Tally, bot_seed, compared_seats, deal_games, pair_score
 from arena.match.sprt import (
@@ -31,7 +32,6 @@ from arena.match.sprt import (
     score_of,
     simulate,
 )
-from conftest import REPO, SAMPLE_BOTS, Sandbox, bot_cmd
 
 # -- the statistics ---------------------------------------------------------------------
 
