@@ -17,7 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from arena.match.sprt import VALUES, Sprt, model, score_of, simulate
+from arena.match.sprt import VALUES, Array, Sprt, model, score_of, simulate
 
 SHAPES = {
     "split": [0.05, 0.2, 0.5, 0.2, 0.05],
@@ -28,7 +28,7 @@ independent game pairs that draw one time in five."""
 ELOS = (-20, 0, 10, 20, 40, 80)
 
 
-def fixed_size(sprt: Sprt, pdf: Sequence[float]) -> float:
+def fixed_size(sprt: Sprt, pdf: Sequence[float] | Array) -> float:
     """Pairs of pairs a fixed-size test with the same alpha and beta needs, at the
     pentanomial ``pdf``'s spread."""
     p = np.asarray(pdf, dtype=np.float64)
