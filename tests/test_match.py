@@ -232,6 +232,7 @@ FAST = ("--game", "trumps", "--players", "2", "--concurrency", "2")
     (("--concurrency", "0"), "--concurrency must be 1..256"),
     (("--move-ms", "0"), "--move-ms must be 1 or more"),
     (("--elo1", "many"), "argument --elo1: invalid float value: 'many'"),
+    (("--json", "/nonexistent/r.json"), "--json /nonexistent/r.json: no folder"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args: tuple[str, ...], message: str,
                                               tmp_path: Path) -> None:
@@ -350,6 +351,17 @@ def test_heuristic_against_itself_h0(tmp_path: Path) -> None:
             assert record["rounds"] == twin["rounds"]
             assert record["totals"] == twin["totals"]
     print(f"heuristic vs heuristic: {result['verdict']} after {result['games']} games")
+    # --max-games may be lowered: only the deals within it count, the games beyond stay
+    # stored and verified against the match's schedule
+    res = arena("match", "heuristic", "heuristic", *FAST, "--out", str(out), "--max-games",
+                "8", "--json", str(report))
+    assert res.returncode == 1, res.stderr
+    assert "every deal up to --max-games is in: no game played" in res.stdout
+    lowered = json.loads(report.read_text())
+    assert (lowered["verdict"], lowered["games"]) == ("inconclusive", 8)
+    assert lowered["games_stored"] == result["games_stored"]
+    res = arena("verify", str(out))
+    assert res.returncode == 0, res.stderr
 
 
 def test_an_interrupted_match_resumes_to_the_same_verdict(tmp_path: Path) -> None:

@@ -244,9 +244,11 @@ def _prepare(config: TournamentConfig, settings: dict[str, Any], store: Store,
         seed = stored_seed
     elif seed is None:
         seed = secrets.randbits(128)
+    # the schedule arena verify checks: every deal any run of this match may have played
+    deals = max(config.deals, int(meta.get("deals", "0")) if "match" in meta else 0)
     store.set_meta({
         "name": config.name, "game": config.game, "options": json.dumps(config.options),
-        "seats": str(config.seats), "format": "match", "deals": str(config.deals),
+        "seats": str(config.seats), "format": "match", "deals": str(deals),
         "candidates": json.dumps([CANDIDATE]), "seed": str(seed),
         "seed_commitment": seed_commitment(seed), "move_ms": str(config.move_ms),
         "bank_ms": str(config.bank_ms), "max_faults": str(config.max_faults),
@@ -266,6 +268,8 @@ def cmd_match(args: argparse.Namespace) -> int:
                          f"{GAMES_PER_DEAL} games), not {args.max_games}")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise MatchError("--seed must be an integer 0..2^256-1")
+    if args.json is not None and not args.json.absolute().parent.is_dir():
+        raise MatchError(f"--json {args.json}: no folder {args.json.absolute().parent}")
     deals = args.max_games // GAMES_PER_DEAL
     out = args.out or Path("out") / f"match-{_digest(settings)[:12]}"
     config = _config(args, settings, out, deals)
