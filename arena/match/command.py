@@ -229,11 +229,16 @@ def _prepare(config: TournamentConfig, settings: dict[str, Any], store: Store,
             stored = json.loads(meta["match"])
         except ValueError:
             stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
         key = next((k for k in settings if stored.get(k) != settings[k]), "settings")
-        old = stored.get(key, "?") if isinstance(stored, dict) else "?"
-        raise MatchError(f"{out}: the match stored here has {key} {old!r}, not "
-                         f"{settings.get(key)!r}; run it with its own settings, another "
-                         f"--out, or add --fresh to start afresh")
+        old, new = stored.get(key, "?"), settings.get(key, "?")
+        if isinstance(old, dict) and isinstance(new, dict):  # the game's options
+            option = next((k for k in sorted({*old, *new}) if old.get(k) != new.get(k)), "")
+            key, old, new = f"{key}.{option}", old.get(option), new.get(option)
+        raise MatchError(f"{out}: the match stored here has {key} {old!r}, not {new!r}; "
+                         f"run it with its own settings, another --out, or add --fresh to "
+                         f"start afresh")
     if "match" not in meta and store.count_done():
         raise MatchError(f"{out}: holds games that are not a match's; choose another --out")
     if "seed" in meta:
