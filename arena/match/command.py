@@ -23,13 +23,7 @@ from arena.bots import BUILTIN_BOTS
 from arena.errors import one_line
 from arena.files import FolderError, atomic_writer, claim_folder
 from arena.match.runner import MatchState, load_state, run_match
-from arena.match.schedule import (
-    BASELINE,
-    CANDIDATE,
-    GAMES_PER_DEAL,
-    field_names,
-    opponent_names,
-)
+from arena.match.schedule import CANDIDATE, GAMES_PER_DEAL, field_names
 from arena.match.sprt import Sprt, estimate
 from arena.names import for_terminal
 from arena.rules import GAMES, OptionError, option_specs
@@ -430,5 +424,4 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["BASELINE", "CANDIDATE", "MatchError", "add_parser", "cmd_match",
-           "opponent_names", "report", "verdict_lines"]
+__all__ = ["MatchError", "add_parser", "cmd_match", "report", "verdict_lines"]
