@@ -24,6 +24,7 @@ from arena.checkbot import cmd_check_bot
 from arena.errors import one_line
 from arena.files import FolderError, atomic_writer, private_dir, temp_dir
 from arena.human import HUMAN, TerminalPlayer
+from arena.match.command import add_parser as add_match_parser
 from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
 from arena.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--head", metavar="HEX", help="the published chain head: fail "
                         "unless the chain ends there")
     add_check_bot_parser(sub)
+    add_match_parser(sub)
     add_publish_parser(sub)
     add_serve_parser(sub)
     return parser
@@ -466,9 +468,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_match(args: argparse.Namespace) -> int:
+    from arena.match.command import MatchError
+    from arena.match.command import cmd_match as run_match_command
+
+    try:
+        return run_match_command(args)
+    except MatchError as e:
+        raise UsageError(f"arena match: {e}") from None
+
+
 COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
             "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
-            "publish": cmd_publish, "serve": cmd_serve}
+            "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,11 +33,11 @@ from arena.sandbox import Confinement, Limits
 
 
 def builtin_player(job: GameJob, seat: int) -> LocalPlayer:
-    """A built-in bot for ``seat``, seeded from the deal, the game and the seat alone (so
-    it plays the same wherever the game is played)."""
+    """A built-in bot for ``seat``, seeded from the deal, the game (or the job's
+    ``bot_seed``) and the seat alone (so it plays the same wherever the game is played)."""
     entry = job.seats[seat]
-    return LocalPlayer(make_bot(entry.value, f"{job.deal_seed}/{job.game_id}/{seat}"),
-                       entry.name)
+    return LocalPlayer(make_bot(entry.value, f"{job.deal_seed}/{job.bot_seed or job.game_id}"
+                                             f"/{seat}"), entry.name)
 
 
 def spec_of(seat: SeatJob) -> BotSpec:

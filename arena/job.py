@@ -65,6 +65,10 @@ class GameJob:
     cwd: str = ""
     """The folder bot commands are relative to, where it exists on the node ("" : the
     node's own working folder, e.g. Ray's ``working_dir``)."""
+    bot_seed: str = ""
+    """What built-in bots are seeded with, besides the deal and the seat ("" : the game
+    id). ``arena match`` gives the two games of a pair the same, so that their built-in
+    bots draw the same random numbers."""
 
     def to_json(self) -> str:
         return json.dumps(_plain(self), separators=(",", ":"), sort_keys=True)
@@ -92,7 +96,7 @@ class GameJob:
                 bank_ms=_get(data, "bank_ms", int), max_faults=_get(data, "max_faults", int),
                 startup_ms=_get(data, "startup_ms", int),
                 isolation=_get(data, "isolation", str), log_dir=_get(data, "log_dir", str),
-                cwd=_get(data, "cwd", str))
+                cwd=_get(data, "cwd", str), bot_seed=str(data.get("bot_seed", "")))
         except (TypeError, ValueError, IndexError, AttributeError) as e:
             if isinstance(e, JobError):
                 raise

@@ -68,6 +68,10 @@ def _schedule(meta: Mapping[str, str]) -> dict[str, ScheduledGame] | None:
     """The tournament's schedule by game id, from the store's metadata (None if it
     lacks what makes it)."""
     try:
+        if meta.get("format") == "match":  # arena match: its own schedule
+            from arena.match.schedule import match_schedule
+            return {g.id: g for g in match_schedule(int(meta["seats"]), int(meta["deals"]),
+                                                    int(meta["seed"]))}
         games = schedule(meta["format"], json.loads(meta["bots"]), int(meta["seats"]),
                          int(meta["deals"]), int(meta["seed"]),
                          json.loads(meta.get("candidates") or "[]"))

@@ -1,0 +1,176 @@
+"""Running a match: the tournament's machinery (bot pools, sandbox, fair clock, store,
+:func:`arena.game.run_game`) over the match's schedule, until the SPRT decides.
+
+Games are started in schedule order, ``concurrency`` at a time, and each is stored when it
+ends. The test reads the deals in order: deal ``d`` is counted once its four games and
+every earlier deal are in, and the LLR is checked after each deal counted. At the first
+crossing of a bound the run stops: the games in flight then are discarded (as when a
+tournament is stopped), so the verdict is the one at the crossing and a resumed or
+repeated run reaches the same one. Games of later deals that had already ended stay in
+the store (they are real games: exported and verified) but are not counted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
+
+import trio
+
+from arena.game import run_game
+from arena.match.schedule import Tally, bot_seed, match_schedule
+from arena.match.sprt import Sprt
+from arena.players import BotConnection
+from arena.pool import BotPool
+from arena.tournament.config import TournamentConfig
+from arena.tournament.runner import (
+    TournamentError,
+    _open_all,
+    _seat_all,
+    bot_folders_of,
+    job_of,
+    seat_jobs,
+)
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store
+
+
+@dataclass(slots=True)
+class MatchState:
+    """Where the match stands: the tally, the LLR and the verdict (None: going on)."""
+
+    sprt: Sprt
+    tally: Tally
+    llr: float = 0.0
+    verdict: str | None = None
+    played: int = 0
+    """Games played by this run."""
+    stored: int = 0
+    """Finished games in the store (this run's and earlier runs')."""
+    faults: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    llrs: list[float] = field(default_factory=list)
+    """The LLR after each deal counted."""
+
+    def count_ready(self) -> bool:
+        """Count the deals now complete, in order, stopping at a verdict; whether any
+        was counted."""
+        counted = False
+        while self.verdict is None and self.tally.advance():
+            counted = True
+            self.llr = self.sprt.llr(self.tally.pentanomial)
+            self.llrs.append(self.llr)
+            self.verdict = self.sprt.verdict(self.llr)
+        return counted
+
+
+def load_state(store: Store, sprt: Sprt, seats: int, deals: int) -> MatchState:
+    """The state the stored games give, counting at most ``deals`` deals."""
+    state = MatchState(sprt, Tally(seats, deals))
+    for game in store.iter_games():
+        state.tally.add(game.id, game.rotation, game.record)
+        state.stored += 1
+    state.count_ready()
+    return state
+
+
+async def run_match(config: TournamentConfig, store: Store, seed: int, state: MatchState,
+                    on_start: Callable[[MatchState], None] | None = None,
+                    on_game: Callable[[MatchState, bool], None] | None = None) -> MatchState:
+    """Play the match's games not yet stored, up to ``config.deals`` deals, until a
+    verdict. ``on_game(state, counted)`` is called after each stored game (``counted``:
+    a deal was counted). Stops cleanly on SIGINT/SIGTERM (``state.interrupted``)."""
+    started = time.monotonic()
+    store.reset_unfinished()
+    done = store.done_ids()
+    pending = (g for g in match_schedule(config.seats, config.deals, seed)
+               if g.id not in done)
+    log_dir = config.output / "logs"
+    hide = (config.output.absolute(), *bot_folders_of(config))
+    failed: list[TournamentError] = []
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, state)
+                pools: dict[str, BotPool] = {}
+                for bot in config.bots:
+                    if bot.spec.kind != "builtin":
+                        own = bot_folders_of(config, bot.name)
+                        pools[bot.name] = await stack.enter_async_context(BotPool(
+                            bot.name, bot.spec, log_dir, config.startup_ms / 1000,
+                            bot.confinement, config.isolation, config.deals,
+                            hide=tuple(h for h in hide if h not in own),
+                            spares=config.concurrency, max_idle=2 * config.concurrency + 2))
+                try:
+                    await _open_all(config, pools, store)
+                except TournamentError as e:
+                    failed.append(e)
+                    nursery.cancel_scope.cancel()
+                    return state
+                if on_start is not None:
+                    on_start(state)
+                if state.verdict is None:
+                    await _play(config, seed, pending, pools, store, state, on_game)
+                nursery.cancel_scope.cancel()
+    finally:
+        state.seconds = time.monotonic() - started
+        # games cut off by the verdict or a signal: played again by a later run, if any
+        store.reset_unfinished()
+        if failed:
+            raise failed[0]
+    return state
+
+
+async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
+                          scope: trio.CancelScope, state: MatchState) -> None:
+    async for _ in signals:
+        state.interrupted = True
+        scope.cancel()
+        return
+
+
+async def _play(config: TournamentConfig, seed: int, pending: Iterator[ScheduledGame],
+                pools: dict[str, BotPool], store: Store, state: MatchState,
+                on_game: Callable[[MatchState, bool], None] | None) -> None:
+    seats = seat_jobs(config)
+    cores = sorted(os.sched_getaffinity(0))
+
+    async with trio.open_nursery() as nursery:
+
+        async def worker(slot: int) -> None:
+            core = cores[slot % len(cores)] if config.isolation != "shared" else None
+            for scheduled in pending:  # shared by the workers: each game taken once
+                # a game of built-in bots never waits: let the other workers and the
+                # signal handler run between games
+                await trio.lowlevel.checkpoint()
+                leased: list[tuple[BotPool, BotConnection]] = []
+                job = replace(job_of(config, seed, scheduled, seats),
+                              bot_seed=bot_seed(scheduled))
+                try:
+                    players = await _seat_all(pools, job, scheduled, core, leased)
+                    store.game_started(scheduled)
+                    outcome = await run_game(job, players)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        for pool, conn in leased:
+                            await pool.release(conn)
+                store.game_finished(scheduled, outcome.record, outcome.latencies_ms,
+                                    outcome.cpu_ms)
+                state.played += 1
+                state.stored += 1
+                state.faults += len(outcome.faults)
+                state.tally.add(scheduled.id, scheduled.rotation, outcome.record)
+                counted = state.count_ready()
+                if on_game is not None:
+                    on_game(state, counted)
+                if state.verdict is not None:
+                    nursery.cancel_scope.cancel()  # the games in flight are discarded
+                    return
+
+        for slot in range(config.concurrency):
+            nursery.start_soon(worker, slot)
