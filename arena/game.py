@@ -79,20 +79,9 @@ async def fresh_players(job: GameJob, log_dir: Path) -> AsyncIterator[list[Playe
     table as unreachable, as with the local runner."""
     seated: list[Player | None] = [None] * len(job.seats)
     conns: list[BotConnection] = []
-    cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
 
     async def seat_one(seat: int, entry: SeatJob) -> None:
-        conn = BotConnection(entry.name, spec_of(entry), log_dir, job.startup_ms / 1000,
-                             cwd=cwd, confinement=confinement_of(entry),
-                             hide=tuple(Path(p) for p in entry.hide))
-        conns.append(conn)
-        try:
-            await conn.open(job.game)
-        except HandshakeError as e:
-            seated[seat] = UnreachablePlayer(entry.name, f"cannot start a process for this "
-                                                         f"game: {e}")
-            return
-        seated[seat] = RemotePlayer(conn, entry.name)
+        _, seated[seat] = await _start(job, entry, log_dir, conns)
 
     try:
         async with trio.open_nursery() as nursery:
@@ -107,6 +96,24 @@ async def fresh_players(job: GameJob, log_dir: Path) -> AsyncIterator[list[Playe
             async with trio.open_nursery() as nursery:
                 for conn in conns:
                     nursery.start_soon(conn.aclose)
+
+
+async def _start(job: GameJob, entry: SeatJob, log_dir: Path,
+                 started: list[BotConnection]) -> tuple[BotConnection, Player]:
+    """A process of its own for ``entry``'s bot, confined as the seat says (its
+    connection appended to ``started`` before it starts, for the caller to close), and
+    the player at its seat: unreachable if it cannot start, as with the local runner."""
+    cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
+    conn = BotConnection(entry.name, spec_of(entry), log_dir, job.startup_ms / 1000,
+                         cwd=cwd, confinement=confinement_of(entry),
+                         hide=tuple(Path(p) for p in entry.hide))
+    started.append(conn)
+    try:
+        await conn.open(job.game)
+    except HandshakeError as e:
+        return conn, UnreachablePlayer(entry.name, f"cannot start a process for this "
+                                                   f"game: {e}")
+    return conn, RemotePlayer(conn, entry.name)
 
 
 async def run_fresh(job: GameJob, log_dir: Path) -> GameOutcome:
@@ -196,9 +203,9 @@ class WorkerPools:
         self._thread.join()
 
     async def _play(self, job: GameJob, log_dir: Path) -> GameOutcome:
-        cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
         seated: list[Player | None] = [None] * len(job.seats)
         leased: list[tuple[str, BotConnection]] = []
+        starting: list[BotConnection] = []  # started, not leased: closed at the end
 
         async def seat_one(seat: int, entry: SeatJob) -> None:
             key = entry.to_key()
@@ -206,21 +213,15 @@ class WorkerPools:
             for conn in idle:
                 if job.deal_seed not in conn.deals and conn.usable:
                     idle.remove(conn)
+                    seated[seat] = RemotePlayer(conn, entry.name)
                     break
             else:
-                conn = BotConnection(entry.name, spec_of(entry), log_dir,
-                                     job.startup_ms / 1000, cwd=cwd,
-                                     confinement=confinement_of(entry),
-                                     hide=tuple(Path(p) for p in entry.hide))
-                try:
-                    await conn.open(job.game)
-                except HandshakeError as e:
-                    seated[seat] = UnreachablePlayer(entry.name, f"cannot start a process "
-                                                                 f"for this game: {e}")
-                    return
+                conn, seated[seat] = await _start(job, entry, log_dir, starting)
+                if isinstance(seated[seat], UnreachablePlayer):
+                    return  # closed below
+                starting.remove(conn)
             conn.deals.add(job.deal_seed)
             leased.append((key, conn))
-            seated[seat] = RemotePlayer(conn, entry.name)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -232,6 +233,8 @@ class WorkerPools:
             return await run_game(job, [p for p in seated if p is not None])
         finally:
             with trio.CancelScope(shield=True):
+                for conn in starting:
+                    await conn.aclose()
                 for key, conn in leased:
                     idle = self._idle.setdefault(key, [])
                     if conn.usable:

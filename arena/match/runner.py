@@ -29,11 +29,12 @@ from arena.pool import BotPool
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     TournamentError,
-    _open_all,
-    _seat_all,
-    bot_folders_of,
     job_of,
+    open_all,
+    open_pools,
+    seat_all,
     seat_jobs,
+    stop_on_signal,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -90,24 +91,14 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
     done = store.done_ids()
     pending = (g for g in match_schedule(config.seats, config.deals, seed)
                if g.id not in done)
-    log_dir = config.output / "logs"
-    hide = (config.output.absolute(), *bot_folders_of(config))
     failed: list[TournamentError] = []
     try:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, state)
-                pools: dict[str, BotPool] = {}
-                for bot in config.bots:
-                    if bot.spec.kind != "builtin":
-                        own = bot_folders_of(config, bot.name)
-                        pools[bot.name] = await stack.enter_async_context(BotPool(
-                            bot.name, bot.spec, log_dir, config.startup_ms / 1000,
-                            bot.confinement, config.isolation, config.deals,
-                            hide=tuple(h for h in hide if h not in own),
-                            spares=config.concurrency, max_idle=2 * config.concurrency + 2))
+                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
+                pools = await open_pools(config, stack)
                 try:
-                    await _open_all(config, pools, store)
+                    await open_all(config, pools, store)
                 except TournamentError as e:
                     failed.append(e)
                     nursery.cancel_scope.cancel()
@@ -124,14 +115,6 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
         if failed:
             raise failed[0]
     return state
-
-
-async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
-                          scope: trio.CancelScope, state: MatchState) -> None:
-    async for _ in signals:
-        state.interrupted = True
-        scope.cancel()
-        return
 
 
 async def _play(config: TournamentConfig, seed: int, pending: Iterator[ScheduledGame],
@@ -152,7 +135,7 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
                 job = replace(job_of(config, seed, scheduled, seats),
                               bot_seed=bot_seed(scheduled))
                 try:
-                    players = await _seat_all(pools, job, scheduled, core, leased)
+                    players = await seat_all(pools, job, scheduled, core, leased)
                     store.game_started(scheduled)
                     outcome = await run_game(job, players)
                 finally:

@@ -31,10 +31,10 @@ from arena.tournament.runner import (
     RunSummary,
     TournamentError,
     _sandboxed,
-    _stop_on_signal,
     games_of,
     job_of,
     seat_jobs,
+    stop_on_signal,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -90,7 +90,7 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
     try:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, summary)
+                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, summary)
                 try:
                     await _hello_all(ray, config, store)
                     if on_start is not None:

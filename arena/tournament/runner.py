@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
@@ -114,26 +115,15 @@ async def run(config: TournamentConfig, store: Store, seed: int,
         # a lane (table, rotation) plays its deals one after another, so a process that
         # has played deal d at one table plays deal d+1 next, never d again
         pending.sort(key=lambda g: (g.table_no, g.rotation, g.deal_no))
-    log_dir = config.output / "logs"
     summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
-    hide = (config.output.absolute(), *bot_folders_of(config))
     failed: list[TournamentError] = []
     try:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope, summary)
-                pools: dict[str, BotPool] = {}
-                for bot in config.bots:
-                    if bot.spec.kind != "builtin":
-                        own = bot_folders_of(config, bot.name)
-                        pools[bot.name] = await stack.enter_async_context(BotPool(
-                            bot.name, bot.spec, log_dir, config.startup_ms / 1000,
-                            bot.confinement, config.isolation, config.deals,
-                            hide=tuple(h for h in hide if h not in own),
-                            spares=config.concurrency, max_idle=2 * config.concurrency + 2,
-                            cwd=config.folder))
+                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, summary)
+                pools = await open_pools(config, stack)
                 try:
-                    await _open_all(config, pools, store)
+                    await open_all(config, pools, store)
                 except TournamentError as e:
                     failed.append(e)
                     nursery.cancel_scope.cancel()
@@ -197,15 +187,40 @@ def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Pa
     return folders
 
 
-async def _stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
-                          scope: trio.CancelScope, summary: RunSummary) -> None:
+async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[str, BotPool]:
+    """A pool of processes for each of the field's external bots, entered on ``stack``
+    (which ends them): each hides the output and the other bots' folders."""
+    log_dir = config.output / "logs"
+    hide = (config.output.absolute(), *bot_folders_of(config))
+    pools: dict[str, BotPool] = {}
+    for bot in config.bots:
+        if bot.spec.kind != "builtin":
+            own = bot_folders_of(config, bot.name)
+            pools[bot.name] = await stack.enter_async_context(BotPool(
+                bot.name, bot.spec, log_dir, config.startup_ms / 1000,
+                bot.confinement, config.isolation, config.deals,
+                hide=tuple(h for h in hide if h not in own),
+                spares=config.concurrency, max_idle=2 * config.concurrency + 2,
+                cwd=config.folder))
+    return pools
+
+
+class Interruptible(Protocol):
+    """A run's state that a signal marks as interrupted."""
+
+    interrupted: bool
+
+
+async def stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
+                         scope: trio.CancelScope, state: Interruptible) -> None:
+    """On the first signal: mark ``state`` interrupted and cancel ``scope``."""
     async for _ in signals:
-        summary.interrupted = True
+        state.interrupted = True
         scope.cancel()
         return
 
 
-async def _open_all(config: TournamentConfig, pools: dict[str, BotPool],
+async def open_all(config: TournamentConfig, pools: dict[str, BotPool],
                     store: Store) -> None:
     errors: list[str] = []
 
@@ -240,7 +255,7 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
     return False
 
 
-async def _seat_all(pools: dict[str, BotPool], job: GameJob,
+async def seat_all(pools: dict[str, BotPool], job: GameJob,
                     scheduled: ScheduledGame, core: int | None,
                     leased: list[tuple[BotPool, BotConnection]]) -> list[Player]:
     """The players of a game by seat; the connections leased are added to ``leased`` (to
@@ -289,7 +304,7 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
             leased: list[tuple[BotPool, BotConnection]] = []
             job = job_of(config, seed, scheduled, seats)
             try:
-                players = await _seat_all(pools, job, scheduled, core, leased)
+                players = await seat_all(pools, job, scheduled, core, leased)
                 store.game_started(scheduled)
                 outcome = await run_game(job, players)
             finally:
