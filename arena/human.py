@@ -133,7 +133,7 @@ def view_lines(view: View, names: Sequence[str]) -> list[str]:
         lines.append(f"   {word}: {per_seat(view.bids)}")
     lines.append(f"   tricks won: {per_seat(view.won)}")
     lines.append(f"   scores: {per_seat(view.scores)}")
-    if view.tricks and not view.trick.cards:
+    if view.tricks:
         last = view.tricks[-1]
         lines.append(f"   last trick: {trick_text(last.leader, last.cards)} -> "
                      f"{who(last.winner if last.winner is not None else 0)}")
