@@ -256,3 +256,24 @@ def test_hand_sizes_match_the_real_game() -> None:
                 game.deal().stock) + Counter(played_cards(view)) == Counter(
                 c for h in game.log[-1].hands for c in h) + Counter(game.log[-1].stock)
             game.apply(rng.choice(game.legal_actions()))
+
+
+@SETTINGS
+@given(games, st.integers(0, 2**32), st.integers(0, 300))
+def test_round_only_ends_the_game_with_the_round(kind: tuple[str, dict[str, Any]], seed: int,
+                                                 steps: int) -> None:
+    game = _position(kind, seed, steps)
+    if game.is_over:
+        return
+    view = game.view(0)
+    short = game_from_view(view, game.deal(), game.seed, round_only=True)
+    number = game.log[-1].number
+    rng = random.Random(seed)
+    while game.log[-1].number == number and not game.is_over:
+        action = rng.choice(game.legal_actions())
+        game.apply(action)
+        short.apply(action)
+    assert short.is_over and short.decision is None
+    assert short.log[-1].points == next(e for e in game.log if e.number == number).points
+    points = [e.points or [0] * game.players for e in game.log if e.number <= number]
+    assert short.totals == [sum(p[s] for p in points) for s in range(game.players)]

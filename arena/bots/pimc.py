@@ -37,14 +37,17 @@ from arena.bots.heuristic import HeuristicBot, trumps_estimate, wizard_estimate
 from arena.rules import Decision, Game, View
 from arena.rules.search import Sampler, game_from_view
 
-MOVE_US = 45.0
+MOVE_US = 30.0
 """The modelled cost of one simulated move (a view and a heuristic decision), in µs."""
-SAMPLE_US = 400.0
+SAMPLE_US = 300.0
 """The modelled cost of drawing one deal and rebuilding the games, in µs."""
-TARGET = 0.4
+TARGET = 0.5
 """The share of the deadline the search plans to use."""
-BRAKE = 0.6
+BRAKE = 0.7
 """The share of the deadline after which the search stops, whatever it planned."""
+CONFIDENCE = 1.0
+"""The search overrides the heuristic's move only with an action whose mean beats it by
+this many standard errors (paired over the same deals): noise does not move it."""
 MIN_SAMPLES = 4
 """Fewer deals than this and the bot plays the heuristic's move (the cheap setting)."""
 MAX_SAMPLES = 400
@@ -67,6 +70,7 @@ class PimcBot:
         self.samples = samples
         """A fixed number of deals per decision, whatever the deadline and the clock
         (for tests and experiments); None (default): planned from the deadline."""
+        self.confidence = CONFIDENCE
         self.policy = HeuristicBot()
         self.last_samples = 0
         """The number of deals the last decision searched (0: the heuristic's move)."""
@@ -90,25 +94,24 @@ class PimcBot:
             return self.policy.act(view)
         rng = random.Random(position_key(view, self.seed))
         sampler = Sampler(view)
-        totals = [0.0] * len(candidates)
+        default = self.policy.act(view)
+        if default not in candidates:
+            candidates.append(default)
+        results: list[list[float]] = []
         for _ in range(samples):
             deal = sampler.sample(rng)
             values: list[float] = []
             for action in candidates:
-                game = game_from_view(view, deal, check=False)
+                game = game_from_view(view, deal, check=False, round_only=True)
                 game.apply(action)
                 values.append(self.playout(game, view.seat))
                 if time.perf_counter() > brake:
                     break
             if len(values) < len(candidates):
                 break  # a deal not played out for every action is left out
-            for k, value in enumerate(values):
-                totals[k] += value
+            results.append(values)
             self.last_samples += 1
-        if not self.last_samples:
-            return self.policy.act(view)
-        best = max(range(len(candidates)), key=lambda k: (totals[k], -k))
-        return candidates[best]
+        return candidates[choose(results, candidates.index(default), self.confidence)]
 
     def candidates(self, view: View) -> list[int]:
         """The actions worth searching: every legal one, but bids only near the estimate."""
@@ -128,6 +131,21 @@ class PimcBot:
         points = entry.points
         others = (sum(points) - points[seat]) / (len(points) - 1)
         return points[seat] - others
+
+
+def choose(results: list[list[float]], default: int, confidence: float) -> int:
+    """The index of the action with the best mean over the deals (``results[deal][k]``),
+    if it beats the ``default`` action by more than ``confidence`` standard errors of
+    their paired differences; else ``default``."""
+    if len(results) < 2:
+        return default
+    m = len(results)
+    means = [sum(r[k] for r in results) / m for k in range(len(results[0]))]
+    best = max(range(len(means)), key=lambda k: (means[k], -k))
+    diffs = [r[best] - r[default] for r in results]
+    mean = sum(diffs) / m
+    var = sum((d - mean) ** 2 for d in diffs) / (m - 1)
+    return best if mean > confidence * (var / m) ** 0.5 else default
 
 
 def planned_samples(view: View, actions: int, deadline_ms: int) -> int:

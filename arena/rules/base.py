@@ -216,8 +216,10 @@ class Game(ABC):
 
     @classmethod
     @abstractmethod
-    def from_view(cls, view: View, deal: Deal, seed: int = 0) -> Game:
-        """The game in the position ``view`` shows, with the hidden cards of ``deal``.
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> Game:
+        """The game in the position ``view`` shows, with the hidden cards of ``deal``;
+        with ``round_only`` it ends with the current round (no next deal).
 
         Use :func:`arena.rules.search.game_from_view`, which checks ``deal`` first.
         """

@@ -36,7 +36,8 @@ _SPECIAL = 4
 """The type of Wizards and Jesters (a "suit" no seat can lack)."""
 
 
-def game_from_view(view: View, deal: Deal, seed: int = 0, check: bool = True) -> Game:
+def game_from_view(view: View, deal: Deal, seed: int = 0, check: bool = True,
+                   round_only: bool = False) -> Game:
     """The game in the position ``view`` shows, with the hidden cards of ``deal``.
 
     Its next decision is the real game's; applying the same actions gives the same views
@@ -44,10 +45,12 @@ def game_from_view(view: View, deal: Deal, seed: int = 0, check: bool = True) ->
     current round is in its :attr:`Game.log`. ``check`` (default) first raises
     :class:`DealError` when ``deal`` does not fit the view (:func:`check_deal`); an
     impossible card in a trick in progress raises :class:`IllegalAction` either way.
+    ``round_only`` ends the game with the current round, its points added to the totals
+    (a search's horizon: no time spent dealing the next round).
     """
     if check:
         check_deal(view, deal)
-    return _GAMES[view.game].from_view(view, deal, seed)
+    return _GAMES[view.game].from_view(view, deal, seed, round_only)
 
 
 def deck_of(game: str) -> list[Card]:

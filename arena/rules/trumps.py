@@ -209,7 +209,8 @@ class TrumpsGame(Game):
         return Deal(tuple(tuple(h) for h in self.hands), tuple(self.stock[self._stock_pos:]))
 
     @classmethod
-    def from_view(cls, view: View, deal: Deal, seed: int = 0) -> TrumpsGame:
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> TrumpsGame:
         g = cls.__new__(cls)
         g.options = resolve_options(cls.name, cls.OPTIONS, view.options)
         g._options_view = MappingProxyType(g.options)

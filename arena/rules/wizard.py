@@ -73,6 +73,8 @@ class WizardGame(Game):
         self.hook_rule: bool = self.options["hook_rule"]
         self.seed = seed
         self.num_rounds: int = 60 // n
+        self._last_round = False
+        """Set by :meth:`from_view` for a search: the game ends with the current round."""
         self.totals = [0] * n
         self.log = []
         self._start_round(1)
@@ -125,7 +127,7 @@ class WizardGame(Game):
         totals = self.totals
         for i, p in enumerate(points):
             totals[i] += p
-        if self.round < self.num_rounds:
+        if self.round < self.num_rounds and not self._last_round:
             self._start_round(self.round + 1)
         else:
             self.to_move = None
@@ -253,8 +255,10 @@ class WizardGame(Game):
         return Deal(tuple(tuple(h) for h in self.hands), tuple(self._entry.stock))
 
     @classmethod
-    def from_view(cls, view: View, deal: Deal, seed: int = 0) -> WizardGame:
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> WizardGame:
         g = cls.__new__(cls)
+        g._last_round = round_only
         g.options = resolve_options(cls.name, cls.OPTIONS, view.options)
         g._options_view = MappingProxyType(g.options)
         g.players = n = int(g.options["players"])
