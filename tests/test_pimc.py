@@ -152,3 +152,23 @@ def test_the_search_bot_in_the_docs_runs() -> None:
         first = searcher.decide(view)
         assert first in view.legal
         assert searcher.decide(view) == first
+
+
+def test_the_sdk_tells_a_bot_its_deadline_and_bank() -> None:
+    from arena.sdk import Bot, _Servicer
+    from arena.wire import decision_request
+
+    seen: list[tuple[int, int]] = []
+
+    class Clocked(Bot):
+        def play(self, view: Any) -> int:
+            seen.append((self.deadline_ms, self.bank_ms))
+            return int(view.legal[0])
+
+        def bid(self, view: Any) -> int:
+            return self.play(view)
+
+    game = new_game("trumps", {}, 1)
+    view = game.view(game.to_move or 0)
+    _Servicer(Clocked()).Play(decision_request(view, "g", "t", 700, 200), None)
+    assert seen == [(700, 200)]

@@ -3,9 +3,10 @@
 For each decision it draws deals of the hidden cards consistent with its view
 (:class:`arena.rules.search.Sampler`), rebuilds the game for each
 (:func:`arena.rules.search.game_from_view`), and for every candidate action plays the
-round out with the ``heuristic`` policy in every seat. It takes the action with the best
-mean result: its own points for the round (Wizard) or the game (Trumps) minus the mean
-of the other seats'. The same deals serve every action (common random numbers). Bids and
+round out with the ``heuristic`` policy in every seat. A playout scores its own points
+for the round (Wizard) or the game (Trumps) minus the mean of the other seats'. The same
+deals serve every action (common random numbers). It plays the heuristic's move unless
+the action with the best mean beats it by :data:`CONFIDENCE` standard errors. Bids and
 the trump choice are searched the same way; bids only within two of the heuristic's
 estimate.
 

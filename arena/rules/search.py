@@ -174,11 +174,15 @@ class Sampler:
         self.room = [0 if s == view.seat else self.sizes[s] - len(self.pinned[s])
                      for s in range(n)]
         self.room.append(view.stock_size - len(self.pinned[n]))
-        # lo[s][suit]: the first draw round that may have brought seat s a card of suit it
-        # holds now (-1: it may have been dealt; 0 for Wizard's voids, where no card comes)
+        # Trumps: round k of draws follows trick k, so a seat that lacked a suit at trick t
+        # holds it again only through rounds t..draws-1 (Wizard: no draws, never again)
         self._draws = 0 if wizard else _draw_rounds(view)
         self.voids: list[dict[int, int]] = [{} for _ in range(n)]
+        """By seat: the suits it has shown it lacks, with the last trick it showed it."""
+        self._void_tricks: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        """Trumps, by seat: every trick at which it showed it lacked each suit."""
         self._played: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        """Trumps, by seat: the cards it played with the trick each was played to."""
         for index, t in enumerate((*view.tricks, view.trick)):
             for i, c in enumerate(t.cards):
                 seat = (t.leader + i) % n
@@ -192,14 +196,7 @@ class Sampler:
                     self._played[seat].append((c, index))
                     led = t.cards[0] >> 4
                     if i > 0 and c >> 4 != led:
-                        self.voids[seat][led] = max(self.voids[seat].get(led, -1), index)
-        self._void_tricks: list[dict[int, list[int]]] = [{} for _ in range(n)]
-        if not wizard:
-            for index, t in enumerate((*view.tricks, view.trick)):
-                for i, c in enumerate(t.cards):
-                    seat = (t.leader + i) % n
-                    led = t.cards[0] >> 4
-                    if seat != view.seat and i > 0 and c >> 4 != led:
+                        self.voids[seat][led] = index
                         self._void_tricks[seat].setdefault(led, []).append(index)
         # accept[h]: the bit mask of the types holder h may still take now
         self.accept: list[int] = []
