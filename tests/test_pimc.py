@@ -7,7 +7,6 @@ import json
 import random
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,8 +122,8 @@ def arena_play(sandbox: Sandbox, *argv: str) -> subprocess.CompletedProcess[str]
 
 
 def test_the_sample_and_the_builtin_play_a_whole_game_over_grpc(
-        arena_sandbox: Sandbox, tmp_path: Path) -> None:
-    record_path = tmp_path / "game.json"
+        arena_sandbox: Sandbox) -> None:
+    record_path = arena_sandbox.tmp / "game.json"
     done = arena_play(arena_sandbox, "--game", "trumps", "--option", "announce=true",
                       "--seed", "3", "--move-ms", "400", "--bank-ms", "30000", "--quiet",
                       "--bots", f"{PIMC_PY},pimc,heuristic,heuristic",
