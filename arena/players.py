@@ -66,6 +66,14 @@ class LocalPlayer:
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
+        act_within = getattr(self.bot, "act_within", None)
+        if act_within is not None:
+            # a searching bot thinks in a thread, so the event loop (the other games'
+            # clocks) keeps running meanwhile; it plans on the move's own time and leaves
+            # the bank (the rest of the deadline) for a slow machine to draw on
+            action: int = await trio.to_thread.run_sync(
+                act_within, view, deadline_ms - bank_ms, abandon_on_cancel=True)
+            return action
         return self.bot.act(view)
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:

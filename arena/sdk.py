@@ -91,6 +91,17 @@ class Bot:
         """The id of the table the current call is about."""
         return str(getattr(_call, "table_id", ""))
 
+    @property
+    def deadline_ms(self) -> int:
+        """The current decision's deadline, ms, as the referee sent it (0: not given)."""
+        return int(getattr(_call, "deadline_ms", 0))
+
+    @property
+    def bank_ms(self) -> int:
+        """The time bank left when the current decision was asked, ms (part of
+        :attr:`deadline_ms`: ``deadline_ms - bank_ms`` is the move's own time)."""
+        return int(getattr(_call, "bank_ms", 0))
+
     def bid(self, view: View) -> int:
         """How many tricks to bid (Wizard) or announce (Trumps): one of ``view.legal``."""
         raise NotImplementedError
@@ -127,6 +138,7 @@ class _Servicer(bot_pb2_grpc.BotServiceServicer):
 
     def _decide(self, request: Any, context: Any, decision: Decision) -> Any:
         _call.game_id, _call.table_id = request.game_id, request.table_id
+        _call.deadline_ms, _call.bank_ms = request.deadline_ms, request.bank_ms
         try:
             view = view_from_request(request)
         except WireError as e:

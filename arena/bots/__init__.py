@@ -20,6 +20,13 @@ class Bot(Protocol):
     def act(self, view: View) -> int: ...
 
 
+class TimedBot(Bot, Protocol):
+    """A bot that uses its time: the referee's players call :meth:`act_within` with the
+    decision's deadline (off the event loop) instead of :meth:`act`."""
+
+    def act_within(self, view: View, deadline_ms: int) -> int: ...
+
+
 class RandomBot:
     """Takes a uniformly random legal action, from its own seeded generator."""
 
@@ -37,9 +44,16 @@ def _heuristic(seed: int | str, name: str) -> Bot:
     return HeuristicBot(name=name)
 
 
+def _pimc(seed: int | str, name: str) -> Bot:
+    from arena.bots.pimc import PimcBot
+
+    return PimcBot(seed, name)
+
+
 BUILTIN_BOTS = {
     "random": lambda seed, name: RandomBot(seed, name),
     "heuristic": _heuristic,
+    "pimc": _pimc,
 }
 """Factories of the built-in bots by name: ``factory(seed, name) -> Bot``."""
 

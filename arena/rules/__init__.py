@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from arena.rules.base import (
+    Deal,
+    DealError,
     Decision,
     Game,
     IllegalAction,
@@ -43,6 +45,8 @@ def new_game(name: str, options: Mapping[str, Any] | None = None, seed: int = 0)
 
 __all__ = [
     "GAMES",
+    "Deal",
+    "DealError",
     "Decision",
     "Game",
     "IllegalAction",

@@ -91,6 +91,27 @@ class View:
 
 
 @dataclass(frozen=True, slots=True)
+class Deal:
+    """Where every card not yet played is now: each seat's hand and the stock.
+
+    A seat's :class:`View` shows its own hand; a search fills in the rest with a guess
+    (:func:`arena.rules.search.sample_deal`) and rebuilds the game from both
+    (:func:`arena.rules.search.game_from_view`).
+    """
+
+    hands: tuple[tuple[Card, ...], ...]
+    """Every seat's hand, by seat, sorted."""
+    stock: tuple[Card, ...]
+    """The cards in no hand and not played, in the order the game would draw them.
+    Wizard: the undealt cards, the turned card (if any) first. Trumps: the stock still to
+    be drawn, the turned card last while it is undrawn."""
+
+
+class DealError(ValueError):
+    """Raised when a :class:`Deal` does not fit a :class:`View`; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The result of a finished game: totals and 1-based places (ties share a place)."""
 
@@ -187,6 +208,21 @@ class Game(ABC):
     @abstractmethod
     def view(self, seat: int) -> View:
         """What ``seat`` may see now."""
+
+    @abstractmethod
+    def deal(self) -> Deal:
+        """Where the cards not yet played are now (hidden information: for tests and for
+        checking a search, never for a player)."""
+
+    @classmethod
+    @abstractmethod
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> Game:
+        """The game in the position ``view`` shows, with the hidden cards of ``deal``;
+        with ``round_only`` it ends with the current round (no next deal).
+
+        Use :func:`arena.rules.search.game_from_view`, which checks ``deal`` first.
+        """
 
     def outcome(self) -> Outcome:
         """Totals and places (totals so far while the game runs)."""

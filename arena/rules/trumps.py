@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from arena.rules.base import Decision, Game, RoundLog, Trick, View, shuffle_key
+from arena.rules.base import Deal, Decision, Game, RoundLog, Trick, View, shuffle_key
 from arena.rules.cards import Card, parse_suit, standard_deck
 from arena.rules.options import OptionSpec, resolve_options
 
@@ -31,6 +31,11 @@ def trumps_trick_winner(cards: list[Card] | tuple[Card, ...], trump: int) -> int
             best_key = key
             best = i
     return best
+
+
+def trumps_trick_honours(cards: list[Card] | tuple[Card, ...], trump: int) -> int:
+    """The honour points a trick's winner takes with ``cards``."""
+    return sum(HONOURS.get(c & 15, 0) for c in cards if c >> 4 == trump)
 
 
 def trumps_trick_points(won: int, announced: int | None) -> int:
@@ -148,10 +153,7 @@ class TrumpsGame(Game):
         leader = seat + 1 if seat + 1 < n else 0
         winner = (leader + trumps_trick_winner(cards, self.trump)) % n
         self.won[winner] += 1
-        trump = self.trump
-        for c in cards:
-            if c >> 4 == trump and (c & 15) in HONOURS:
-                self.honours[winner] += HONOURS[c & 15]
+        self.honours[winner] += trumps_trick_honours(cards, self.trump)
         self.tricks.append(Trick(leader, tuple(cards), winner))
         draws = self._entry.draws
         if draws is not None:
@@ -200,4 +202,59 @@ class TrumpsGame(Game):
             scores=tuple(self.totals), stock_size=len(self.stock) - self._stock_pos,
             tricks_in_round=self.tricks_in_game,
             decision=self.decision if seat == self.to_move else None, legal=legal)
+
+    # -- search support ----------------------------------------------------------------
+
+    def deal(self) -> Deal:
+        return Deal(tuple(tuple(h) for h in self.hands), tuple(self.stock[self._stock_pos:]))
+
+    @classmethod
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> TrumpsGame:
+        g = cls.__new__(cls)
+        g.options = resolve_options(cls.name, cls.OPTIONS, view.options)
+        g._options_view = MappingProxyType(g.options)
+        g.players = n = g.options["players"]
+        g.draw = g.options["draw"]
+        g.announce = g.options["announce"]
+        g.seed = seed
+        g.hands = hands = [list(h) for h in deal.hands]
+        g.stock = list(deal.stock)
+        g._stock_pos = 0
+        g.dealer = 0
+        g.round = 1
+        g.tricks_in_game = trumps_tricks_in_game(n, g.draw)
+        g.trump = trump = view.trump if view.trump is not None else 0
+        g.won = list(view.won)
+        g.honours = [0] * n
+        for t in view.tricks:
+            g.honours[t.winner or 0] += trumps_trick_honours(t.cards, trump)
+        g.totals = list(view.scores)
+        g.bids = list(view.bids)
+        g.trick_cards = []
+        g.led = -1
+        g._legal = None
+        g._bid_range = list(range(g.tricks_in_game + 1))
+        # the log: the hands at this position (earlier draws are not known)
+        entry = RoundLog(1, 0, [h[:] for h in hands], g.stock, view.trump_card, trump,
+                         bids=g.bids if g.announce else None, won=g.won,
+                         draws=[[] for _ in view.tricks] if g.draw else None)
+        entry.tricks.extend(view.tricks)
+        g.log = [entry]
+        g._entry = entry
+        g.tricks = entry.tricks
+        if len(view.tricks) == g.tricks_in_game:
+            g.to_move = None
+            g.decision = None
+            g._legal = []
+        elif g.announce and None in g.bids:
+            g.to_move = (1 + sum(b is not None for b in g.bids)) % n
+            g.decision = _BID
+        else:
+            g.to_move = view.trick.leader
+            g.decision = _PLAY
+            for c in view.trick.cards:  # replayed, so the rules check them against the hands
+                bisect.insort(hands[g.to_move], c)
+                g.apply(c)
+        return g
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from arena.rules.base import Decision, Game, RoundLog, Trick, View, shuffle_key
+from arena.rules.base import Deal, Decision, Game, RoundLog, Trick, View, shuffle_key
 from arena.rules.cards import JESTER, WIZARD, Card, wizard_deck
 from arena.rules.options import OptionSpec, resolve_options
 
@@ -40,6 +41,15 @@ def wizard_trick_winner(cards: list[Card] | tuple[Card, ...], trump: int | None)
     return best
 
 
+def wizard_led_suit(cards: Sequence[Card]) -> int | None:
+    """The led suit of a trick whose first cards are ``cards``: the suit of the first suited
+    card, None while only Jesters were played, and None for good after a leading Wizard."""
+    for c in cards:
+        if c != JESTER:
+            return None if c == WIZARD else c >> 4
+    return None
+
+
 def wizard_round_points(bid: int, won: int) -> int:
     """20 + 10 per trick for a bid made exactly, else -10 per trick of difference."""
     return 20 + 10 * won if bid == won else -10 * abs(won - bid)
@@ -63,6 +73,8 @@ class WizardGame(Game):
         self.hook_rule: bool = self.options["hook_rule"]
         self.seed = seed
         self.num_rounds: int = 60 // n
+        self._last_round = False
+        """Set by :meth:`from_view` for a search: the game ends with the current round."""
         self.totals = [0] * n
         self.log = []
         self._start_round(1)
@@ -115,7 +127,7 @@ class WizardGame(Game):
         totals = self.totals
         for i, p in enumerate(points):
             totals[i] += p
-        if self.round < self.num_rounds:
+        if self.round < self.num_rounds and not self._last_round:
             self._start_round(self.round + 1)
         else:
             self.to_move = None
@@ -236,3 +248,59 @@ class WizardGame(Game):
             stock_size=len(self._entry.stock), tricks_in_round=self.round, decision=(
                 self.decision if seat == self.to_move else None),
             legal=legal)
+
+    # -- search support ----------------------------------------------------------------
+
+    def deal(self) -> Deal:
+        return Deal(tuple(tuple(h) for h in self.hands), tuple(self._entry.stock))
+
+    @classmethod
+    def from_view(cls, view: View, deal: Deal, seed: int = 0,
+                  round_only: bool = False) -> WizardGame:
+        g = cls.__new__(cls)
+        g._last_round = round_only
+        g.options = resolve_options(cls.name, cls.OPTIONS, view.options)
+        g._options_view = MappingProxyType(g.options)
+        g.players = n = int(g.options["players"])
+        g.hook_rule = g.options["hook_rule"]
+        g.seed = seed
+        g.num_rounds = 60 // n
+        g.totals = list(view.scores)
+        r = g.round = view.round
+        dealer = g.dealer = view.dealer
+        g.hands = hands = [list(h) for h in deal.hands]
+        g.won = list(view.won)
+        g.bids = list(view.bids)
+        g.trick_cards = []
+        g.led = -1
+        g._legal = None
+        g._bid_range = list(range(r + 1))
+        g.trump = view.trump
+        # the log's hands: those of the deal, as far as the position shows them
+        dealt = [h[:] for h in hands]
+        for t in (*view.tricks, view.trick):
+            for i, c in enumerate(t.cards):
+                dealt[(t.leader + i) % n].append(c)
+        entry = RoundLog(r, dealer, [sorted(h) for h in dealt], list(deal.stock),
+                         view.trump_card, view.trump, bids=g.bids, won=g.won)
+        entry.tricks.extend(view.tricks)
+        g.log = [entry]
+        g._entry = entry
+        g.tricks = entry.tricks
+        if r == view.rounds and len(view.tricks) == view.tricks_in_round:
+            g.to_move = None
+            g.decision = None
+            g._legal = []
+        elif view.trump is None and view.trump_card == WIZARD:
+            g.to_move = dealer
+            g.decision = _TRUMP
+        elif None in g.bids:
+            g.to_move = (dealer + 1 + sum(b is not None for b in g.bids)) % n
+            g.decision = _BID
+        else:
+            g.to_move = view.trick.leader
+            g.decision = _PLAY
+            for c in view.trick.cards:  # replayed, so the rules check them against the hands
+                bisect.insort(hands[g.to_move], c)
+                g.apply(c)
+        return g

@@ -1,0 +1,175 @@
+"""``pimc``: Perfect Information Monte Carlo search over the public search API.
+
+For each decision it draws deals of the hidden cards consistent with its view
+(:class:`arena.rules.search.Sampler`), rebuilds the game for each
+(:func:`arena.rules.search.game_from_view`), and for every candidate action plays the
+round out with the ``heuristic`` policy in every seat. A playout scores its own points
+for the round (Wizard) or the game (Trumps) minus the mean of the other seats'. The same
+deals serve every action (common random numbers). It plays the heuristic's move unless
+the action with the best mean beats it by :data:`CONFIDENCE` standard errors. Bids and
+the trump choice are searched the same way; bids only within two of the heuristic's
+estimate.
+
+**Time.** The number of deals is fixed by the decision's time, through a cost model of
+the playouts (:data:`MOVE_US` per simulated move), never by the clock: the same view and
+time give the same move on every machine. It aims at :data:`TARGET` of the time (less
+:data:`MARGIN_MS`), leaving the rest to a loaded machine; a time too short for
+:data:`MIN_SAMPLES` deals gets the heuristic's move (the cheap setting). The clock is only
+a brake, looked at after every playout: past :data:`BRAKE` of the time the search stops
+with the deals played out for every action so far (the heuristic's move if none), so
+only a machine (or a load) far slower than the model changes the moves. The referee's
+players give it the move's own time, ``deadline_ms - bank_ms``: the bank stays a
+reserve.
+
+**Determinism.** The deals come from a generator seeded by the bot's seed and the
+position (the hash of the view), so a replay gives the same moves.
+
+Its rules knowledge is the rules engine: legal actions, trick play and scoring all come
+from :mod:`arena.rules`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+
+from arena.bots.heuristic import HeuristicBot, trumps_estimate, wizard_estimate
+from arena.rules import Decision, Game, View
+from arena.rules.search import Sampler, game_from_view
+
+MOVE_US = 30.0
+"""The modelled cost of one simulated move (a view and a heuristic decision), in µs."""
+SAMPLE_US = 300.0
+"""The modelled cost of drawing one deal and rebuilding the games, in µs."""
+TARGET = 0.5
+"""The share of the deadline the search plans to use."""
+BRAKE = 0.7
+"""The share of the deadline after which the search stops, whatever it planned."""
+CONFIDENCE = 1.0
+"""The search overrides the heuristic's move only with an action whose mean beats it by
+this many standard errors (paired over the same deals): noise does not move it."""
+MIN_SAMPLES = 4
+"""Fewer deals than this and the bot plays the heuristic's move (the cheap setting)."""
+MAX_SAMPLES = 400
+"""More deals than this add little; the search stops there however long the deadline."""
+BID_WINDOW = 2
+"""Bids searched: those within this many tricks of the heuristic's estimate."""
+MARGIN_MS = 20
+"""Taken off every deadline first: the answer's way back to the referee."""
+DEFAULT_MS = 1000
+"""The deadline :meth:`PimcBot.act` assumes when it is given none."""
+
+
+class PimcBot:
+    """Determinized search: sample deals, play each action out, take the best mean."""
+
+    def __init__(self, seed: int | str = 0, name: str = "pimc",
+                 samples: int | None = None) -> None:
+        self.name = name
+        self.seed = str(seed)
+        self.samples = samples
+        """A fixed number of deals per decision, whatever the deadline and the clock
+        (for tests and experiments); None (default): planned from the deadline."""
+        self.confidence = CONFIDENCE
+        self.policy = HeuristicBot()
+        self.last_samples = 0
+        """The number of deals the last decision searched (0: the heuristic's move)."""
+
+    def act(self, view: View) -> int:
+        return self.act_within(view, DEFAULT_MS)
+
+    def act_within(self, view: View, deadline_ms: int) -> int:
+        """The action for ``view``, searched within ``deadline_ms``."""
+        started = time.perf_counter()
+        self.last_samples = 0
+        candidates = self.candidates(view)
+        if len(candidates) == 1:
+            return candidates[0]
+        if self.samples is not None:
+            samples, brake = self.samples, float("inf")
+        else:
+            samples = planned_samples(view, len(candidates), deadline_ms)
+            brake = started + BRAKE * (deadline_ms - MARGIN_MS) / 1000
+        if samples < MIN_SAMPLES:
+            return self.policy.act(view)
+        rng = random.Random(position_key(view, self.seed))
+        sampler = Sampler(view)
+        default = self.policy.act(view)
+        if default not in candidates:
+            candidates.append(default)
+        results: list[list[float]] = []
+        for _ in range(samples):
+            deal = sampler.sample(rng)
+            values: list[float] = []
+            for action in candidates:
+                game = game_from_view(view, deal, check=False, round_only=True)
+                game.apply(action)
+                values.append(self.playout(game, view.seat))
+                if time.perf_counter() > brake:
+                    break
+            if len(values) < len(candidates):
+                break  # a deal not played out for every action is left out
+            results.append(values)
+            self.last_samples += 1
+        return candidates[choose(results, candidates.index(default), self.confidence)]
+
+    def candidates(self, view: View) -> list[int]:
+        """The actions worth searching: every legal one, but bids only near the estimate."""
+        legal = list(view.legal)
+        if view.decision is not Decision.BID:
+            return legal
+        estimate = wizard_estimate(view) if view.game == "wizard" else trumps_estimate(view)
+        near = [b for b in legal if abs(b - estimate) <= BID_WINDOW + 0.5]
+        return near or legal
+
+    def playout(self, game: Game, seat: int) -> float:
+        """Play the round out with the heuristic; ``seat``'s points minus the others' mean."""
+        entry = game.log[-1]
+        act = self.policy.act
+        while entry.points is None:
+            game.apply(act(game.view(game.to_move)))  # type: ignore[arg-type]
+        points = entry.points
+        others = (sum(points) - points[seat]) / (len(points) - 1)
+        return points[seat] - others
+
+
+def choose(results: list[list[float]], default: int, confidence: float) -> int:
+    """The index of the action with the best mean over the deals (``results[deal][k]``),
+    if it beats the ``default`` action by more than ``confidence`` standard errors of
+    their paired differences; else ``default``."""
+    if len(results) < 2:
+        return default
+    m = len(results)
+    means = [sum(r[k] for r in results) / m for k in range(len(results[0]))]
+    best = max(range(len(means)), key=lambda k: (means[k], -k))
+    diffs = [r[best] - r[default] for r in results]
+    mean = sum(diffs) / m
+    var = sum((d - mean) ** 2 for d in diffs) / (m - 1)
+    return best if mean > confidence * (var / m) ** 0.5 else default
+
+
+def planned_samples(view: View, actions: int, deadline_ms: int) -> int:
+    """How many deals a decision searches: what the cost model fits in :data:`TARGET` of
+    the deadline, at most :data:`MAX_SAMPLES`. A function of the view and deadline only."""
+    moves = remaining_moves(view)
+    cost_us = SAMPLE_US + actions * moves * MOVE_US
+    return min(MAX_SAMPLES, int(TARGET * (deadline_ms - MARGIN_MS) * 1000 / cost_us))
+
+
+def remaining_moves(view: View) -> int:
+    """Decisions left in the round (bids included), an upper bound for the cost model."""
+    n = view.players
+    cards = n * view.tricks_in_round - sum(len(t.cards) for t in view.tricks) \
+        - len(view.trick.cards)
+    bids = sum(1 for b in view.bids if b is None) if view.decision is Decision.BID else 0
+    return max(1, cards + bids)
+
+
+def position_key(view: View, seed: str) -> int:
+    """A seed from the bot's seed and everything that makes the position."""
+    text = "|".join(map(str, (
+        seed, view.game, sorted(view.options.items()), view.seat, view.round, view.dealer,
+        view.hand, view.trump_card, view.trump, view.bids, view.trick, view.tricks,
+        view.scores, view.stock_size)))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
