@@ -60,7 +60,7 @@ BID_WINDOW = 2
 """Bids searched: those within this many tricks of the heuristic's estimate."""
 MARGIN_MS = 20
 """Taken off every deadline first: the answer's way back to the referee."""
-STAGES = (0.25, 0.25, 0.25, 0.25)
+STAGES = (1 / 3, 1 / 3, 1 / 3)
 """Successive halving: the playouts are spent in these shares, the first on every
 candidate, each later one on the better half of those left (at least two, the heuristic's
 move always among them), so the close contenders get the most deals."""
