@@ -14,7 +14,7 @@ from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_command, bot_cmd
 
 from arena.bots import make_bot
 from arena.bots.heuristic import HeuristicBot
-from arena.bots.pimc import MIN_SAMPLES, PimcBot, planned_samples
+from arena.bots.pimc import MIN_SAMPLES, PimcBot, choose, planned_samples, survivors
 from arena.record import verify_record
 from arena.rules import Decision, Game, new_game
 from arena.rules.cards import WIZARD
@@ -96,6 +96,31 @@ def test_the_number_of_deals_depends_on_the_deadline_not_the_clock() -> None:
     assert bot.last_samples == 0  # too short to search: the heuristic's move
     bot.act_within(view, 200)
     assert bot.last_samples >= MIN_SAMPLES
+
+
+def test_each_stage_keeps_the_better_half_and_the_heuristics_move() -> None:
+    # deals x actions; action 3 is the default (the heuristic's move)
+    results = [[5.0, 1.0, 4.0, 0.0, 3.0], [7.0, 2.0, 6.0, -1.0, 2.0]]
+    assert survivors(results, [0, 1, 2, 3, 4], default=3) == [0, 2, 3]
+    assert survivors(results, [0, 2, 3], default=3) == [0, 3]
+    assert survivors(results, [0, 3], default=3) == [0, 3]  # never fewer than two
+    assert survivors(results, [0, 1, 2, 3, 4], default=0) == [0, 2, 4]
+    # the choice is among the live actions only: a pruned column's zeros do not count
+    late = [[0.0, 9.0, 1.0], [0.0, 9.0, 2.0], [0.0, 9.0, 3.0]]
+    assert choose(late, 0, 1.0, live=[0, 2]) == 2
+    assert choose(late, 0, 1.0) == 1
+
+
+def test_the_search_spends_its_deals_on_the_contenders() -> None:
+    # successive halving: more deals than a flat search of the same playouts would play
+    game = new_game("trumps", {"announce": True}, 5)
+    view = game.view(game.to_move or 0)
+    assert view.decision is Decision.BID
+    bot = PimcBot(seed=2, samples=12)
+    action = bot.act_within(view, 1000)
+    assert action in view.legal
+    assert bot.last_samples > 12
+    assert PimcBot(seed=2, samples=12).act_within(view, 1000) == action
 
 
 def test_pimc_answers_within_its_deadline() -> None:

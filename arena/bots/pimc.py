@@ -5,18 +5,21 @@ For each decision it draws deals of the hidden cards consistent with its view
 (:func:`arena.rules.search.game_from_view`), and for every candidate action plays the
 round out with the ``heuristic`` policy in every seat. A playout scores its own points
 for the round (Wizard) or the game (Trumps) minus the mean of the other seats'. The same
-deals serve every action (common random numbers). It plays the heuristic's move unless
-the action with the best mean beats it by :data:`CONFIDENCE` standard errors. Bids and
+deals serve every action (common random numbers). The playouts are spent in
+:data:`STAGES` (successive halving): the first stage plays every candidate, each later
+one only the better half of those left, so the close contenders get the most deals. It
+plays the heuristic's move unless the action with the best mean beats it by
+:data:`CONFIDENCE` standard errors. Bids and
 the trump choice are searched the same way; bids only within two of the heuristic's
 estimate.
 
-**Time.** The number of deals is fixed by the decision's time, through a cost model of
+**Time.** The number of playouts is fixed by the decision's time, through a cost model of
 the playouts (:data:`MOVE_US` per simulated move), never by the clock: the same view and
 time give the same move on every machine. It aims at :data:`TARGET` of the time (less
 :data:`MARGIN_MS`), leaving the rest to a loaded machine; a time too short for
 :data:`MIN_SAMPLES` deals gets the heuristic's move (the cheap setting). The clock is only
 a brake, looked at after every playout: past :data:`BRAKE` of the time the search stops
-with the deals played out for every action so far (the heuristic's move if none), so
+with the deals played out for every live action so far (the heuristic's move if none), so
 only a machine (or a load) far slower than the model changes the moves. The referee's
 players give it the move's own time, ``deadline_ms - bank_ms``: the bank stays a
 reserve.
@@ -57,6 +60,10 @@ BID_WINDOW = 2
 """Bids searched: those within this many tricks of the heuristic's estimate."""
 MARGIN_MS = 20
 """Taken off every deadline first: the answer's way back to the referee."""
+STAGES = (1 / 3, 1 / 3, 1 / 3)
+"""Successive halving: the playouts are spent in these shares, the first on every
+candidate, each later one on the better half of those left (at least two, the heuristic's
+move always among them), so the close contenders get the most deals."""
 DEFAULT_MS = 1000
 """The deadline :meth:`PimcBot.act` assumes when it is given none."""
 
@@ -98,21 +105,32 @@ class PimcBot:
         default = self.policy.act(view)
         if default not in candidates:
             candidates.append(default)
-        results: list[list[float]] = []
-        for _ in range(samples):
-            deal = sampler.sample(rng)
-            values: list[float] = []
-            for action in candidates:
-                game = game_from_view(view, deal, check=False, round_only=True)
-                game.apply(action)
-                values.append(self.playout(game, view.seat))
-                if time.perf_counter() > brake:
-                    break
-            if len(values) < len(candidates):
-                break  # a deal not played out for every action is left out
-            results.append(values)
-            self.last_samples += 1
-        return candidates[choose(results, candidates.index(default), self.confidence)]
+        live = list(range(len(candidates)))
+        results: list[list[float]] = []  # results[deal][k], the live actions' columns kept
+        budget = samples * len(candidates)  # playouts, whatever the stage
+        for stage, share in enumerate(STAGES):
+            if stage:
+                live = survivors(results, live, candidates.index(default))
+            deals = max(1, round(budget * share / len(live)))
+            for _ in range(deals):
+                deal = sampler.sample(rng)
+                values = [0.0] * len(candidates)
+                for k in live:
+                    game = game_from_view(view, deal, check=False, round_only=True)
+                    game.apply(candidates[k])
+                    values[k] = self.playout(game, view.seat)
+                    if time.perf_counter() > brake:
+                        break
+                else:
+                    results.append(values)
+                    self.last_samples += 1
+                    continue
+                break  # a deal not played out for every live action is left out
+            else:
+                continue
+            break
+        return candidates[choose(results, candidates.index(default), self.confidence,
+                                 live)]
 
     def candidates(self, view: View) -> list[int]:
         """The actions worth searching: every legal one, but bids only near the estimate."""
@@ -134,15 +152,30 @@ class PimcBot:
         return points[seat] - others
 
 
-def choose(results: list[list[float]], default: int, confidence: float) -> int:
+def survivors(results: list[list[float]], live: list[int], default: int) -> list[int]:
+    """The better half of the ``live`` actions by their mean over the deals so far (at
+    least two, the ``default`` always among them), in their order."""
+    if len(live) <= 2 or len(results) < 2:
+        return live
+    means = {k: sum(r[k] for r in results) for k in live}
+    keep = sorted(live, key=lambda k: (-means[k], k))[:max(2, (len(live) + 1) // 2)]
+    if default not in keep:
+        keep[-1] = default
+    return sorted(keep)
+
+
+def choose(results: list[list[float]], default: int, confidence: float,
+           live: list[int] | None = None) -> int:
     """The index of the action with the best mean over the deals (``results[deal][k]``),
-    if it beats the ``default`` action by more than ``confidence`` standard errors of
-    their paired differences; else ``default``."""
+    among the ``live`` ones (default: all: they were played on every deal), if it beats
+    the ``default`` action by more than ``confidence`` standard errors of their paired
+    differences; else ``default``."""
     if len(results) < 2:
         return default
     m = len(results)
-    means = [sum(r[k] for r in results) / m for k in range(len(results[0]))]
-    best = max(range(len(means)), key=lambda k: (means[k], -k))
+    keys = range(len(results[0])) if live is None else live
+    means = {k: sum(r[k] for r in results) / m for k in keys}
+    best = max(keys, key=lambda k: (means[k], -k))
     diffs = [r[best] - r[default] for r in results]
     mean = sum(diffs) / m
     var = sum((d - mean) ** 2 for d in diffs) / (m - 1)
@@ -150,8 +183,9 @@ def choose(results: list[list[float]], default: int, confidence: float) -> int:
 
 
 def planned_samples(view: View, actions: int, deadline_ms: int) -> int:
-    """How many deals a decision searches: what the cost model fits in :data:`TARGET` of
-    the deadline, at most :data:`MAX_SAMPLES`. A function of the view and deadline only."""
+    """The decision's budget, in deals of every candidate (the playouts, divided by the
+    candidates): what the cost model fits in :data:`TARGET` of the deadline, at most
+    :data:`MAX_SAMPLES`. A function of the view and deadline only."""
     moves = remaining_moves(view)
     cost_us = SAMPLE_US + actions * moves * MOVE_US
     return min(MAX_SAMPLES, int(TARGET * (deadline_ms - MARGIN_MS) * 1000 / cost_us))
