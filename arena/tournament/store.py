@@ -188,7 +188,23 @@ class Store:
         """Open (creating if needed) the store in ``folder``.
 
         An existing file must be a store: an empty file, a damaged one or another
-        database is refused with :class:`StoreError` and left as it is."""
+        database is refused with :class:`StoreError` and left as it is. Another process
+        opening the same store at the same moment (e.g. both turning an old store's
+        journal to WAL) can make SQLite answer "locked" at once, without its busy wait:
+        the opening is then tried again, for up to :data:`OPEN_WAIT_S` seconds."""
+        deadline = time.monotonic() + OPEN_WAIT_S
+        while True:
+            try:
+                return cls._open_once(folder)
+            except _Busy as e:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{folder / STORE_NAME}: {e.args[0]} (busy for "
+                                     f"{OPEN_WAIT_S:.0f} s: another process holds it)"
+                                     ) from None
+                time.sleep(0.02 + 0.08 * (time.monotonic() % 1))
+
+    @classmethod
+    def _open_once(cls, folder: Path) -> Store:
         path = folder / STORE_NAME
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -223,6 +239,8 @@ class Store:
                 db.close()
             if isinstance(e, StoreError):
                 raise
+            if _is_busy(e):
+                raise _Busy(str(e)) from None
             raise StoreError(f"{path}: damaged or not a trick-arena store ({e})") from None
         store = cls(db, path)
         try:
@@ -241,6 +259,8 @@ class Store:
             _add_missing_columns(db)  # after the version check: leave other versions alone
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             db.close()
+            if _is_busy(e):
+                raise _Busy(str(e)) from None
             raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
         return store
 
@@ -606,6 +626,19 @@ def _round_problem(rnd: Any, n: int) -> str | None:
                              or not all(map(_is_int, bids))):
         return f"bids is not null or a list of {n} integers"
     return None
+
+
+OPEN_WAIT_S = 30.0
+"""How long :meth:`Store.open` tries again while another process holds the store."""
+
+
+class _Busy(Exception):
+    """SQLite answered "locked" or "busy" while a store was being opened."""
+
+
+def _is_busy(error: Exception) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and (
+        "locked" in str(error) or "busy" in str(error))
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
