@@ -71,14 +71,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="the port for --web (default 0: a free one)")
     play.add_argument("--record", type=Path, metavar="FILE", help="write the game record here")
     play.add_argument("--quiet", action="store_true", help="print only the final standings")
-    play.add_argument("--move-ms", type=int, default=1000, metavar="MS",
-                      help="time per decision in milliseconds (default 1000)")
-    play.add_argument("--bank-ms", type=int, default=0, metavar="MS",
-                      help="a per-game time bank that slow answers draw down (default 0)")
-    play.add_argument("--max-faults", type=int, default=3, metavar="N",
-                      help="faults in one game before a bot is forfeited (default 3)")
-    play.add_argument("--startup-ms", type=int, default=10000, metavar="MS",
-                      help="how long a bot may take to start serving (default 10000)")
+    add_clock_flags(play)
     play.add_argument("--log-dir", type=Path, metavar="DIR",
                       help="where bot processes' stderr goes (default: a temporary folder)")
     add_sandbox_flags(play)
@@ -130,6 +123,19 @@ def _game_options(game: str, players: int | None, pairs: list[str]) -> dict[str,
             raise OptionError("--players and --option players= disagree")
         given["players"] = specs["players"].coerce(players)
     return given
+
+
+def add_clock_flags(parser: argparse.ArgumentParser) -> None:
+    """The time control and fault policy of ``play`` and ``match``: --move-ms, --bank-ms,
+    --max-faults, --startup-ms."""
+    parser.add_argument("--move-ms", type=int, default=1000, metavar="MS",
+                        help="time per decision in milliseconds (default 1000)")
+    parser.add_argument("--bank-ms", type=int, default=0, metavar="MS",
+                        help="a per-game time bank that slow answers draw down (default 0)")
+    parser.add_argument("--max-faults", type=int, default=3, metavar="N",
+                        help="faults in one game before a bot is forfeited (default 3)")
+    parser.add_argument("--startup-ms", type=int, default=10000, metavar="MS",
+                        help="how long a bot may take to start serving (default 10000)")
 
 
 def split_bots(text: str) -> list[str]:

@@ -92,14 +92,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--isolation", choices=ISOLATIONS, default="deal",
                    help="how bot processes are shared between games, as in a tournament "
                         "(default deal)")
-    p.add_argument("--move-ms", type=int, default=1000, metavar="MS",
-                   help="time per decision in milliseconds (default 1000)")
-    p.add_argument("--bank-ms", type=int, default=0, metavar="MS",
-                   help="a per-game time bank that slow answers draw down (default 0)")
-    p.add_argument("--max-faults", type=int, default=3, metavar="N",
-                   help="faults in one game before a bot is forfeited (default 3)")
-    p.add_argument("--startup-ms", type=int, default=10000, metavar="MS",
-                   help="how long a bot may take to start serving (default 10000)")
+    from arena.cli import add_clock_flags  # cli imports this module: not at the top
+
+    add_clock_flags(p)
     add_sandbox_flags(p)
     add_remote_flags(p)
 

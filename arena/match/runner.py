@@ -13,10 +13,8 @@ the store (they are real games: exported and verified) but are not counted.
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 
 import trio
@@ -28,13 +26,10 @@ from arena.players import BotConnection
 from arena.pool import BotPool
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
-    TournamentError,
     job_of,
-    open_all,
-    open_pools,
     seat_all,
     seat_jobs,
-    stop_on_signal,
+    with_field,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -91,29 +86,19 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
     done = store.done_ids()
     pending = (g for g in match_schedule(config.seats, config.deals, seed)
                if g.id not in done)
-    failed: list[TournamentError] = []
+
+    async def play(pools: dict[str, BotPool]) -> None:
+        if on_start is not None:
+            on_start(state)
+        if state.verdict is None:
+            await _play(config, seed, pending, pools, store, state, on_game)
+
     try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
-                pools = await open_pools(config, stack)
-                try:
-                    await open_all(config, pools, store)
-                except TournamentError as e:
-                    failed.append(e)
-                    nursery.cancel_scope.cancel()
-                    return state
-                if on_start is not None:
-                    on_start(state)
-                if state.verdict is None:
-                    await _play(config, seed, pending, pools, store, state, on_game)
-                nursery.cancel_scope.cancel()
+        await with_field(config, store, state, play)
     finally:
         state.seconds = time.monotonic() - started
         # games cut off by the verdict or a signal: played again by a later run, if any
         store.reset_unfinished()
-        if failed:
-            raise failed[0]
     return state
 
 

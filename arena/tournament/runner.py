@@ -11,7 +11,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -116,27 +116,39 @@ async def run(config: TournamentConfig, store: Store, seed: int,
         # has played deal d at one table plays deal d+1 next, never d again
         pending.sort(key=lambda g: (g.table_no, g.rotation, g.deal_no))
     summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
-    failed: list[TournamentError] = []
+
+    async def play(pools: dict[str, BotPool]) -> None:
+        if on_start is not None:
+            on_start(summary.total, summary.done_before)
+        await _play_all(config, seed, pending, pools, store, summary, on_game)
+
     try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, summary)
-                pools = await open_pools(config, stack)
-                try:
-                    await open_all(config, pools, store)
-                except TournamentError as e:
-                    failed.append(e)
-                    nursery.cancel_scope.cancel()
-                    return summary
-                if on_start is not None:
-                    on_start(summary.total, summary.done_before)
-                await _play_all(config, seed, pending, pools, store, summary, on_game)
-                nursery.cancel_scope.cancel()
+        await with_field(config, store, summary, play)
     finally:
         summary.seconds = time.monotonic() - started
-        if failed:
-            raise failed[0]
     return summary
+
+
+async def with_field(config: TournamentConfig, store: Store, state: Interruptible,
+                     play: Callable[[dict[str, BotPool]], Awaitable[None]]) -> None:
+    """Start the field's bot pools, greet every bot, then ``play(pools)``; end every bot
+    process after. SIGINT/SIGTERM marks ``state`` interrupted and cancels it all (finished
+    games stay stored). A bot that fails its hand-shake raises :class:`TournamentError`,
+    once every process has ended."""
+    failed: list[TournamentError] = []
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+            nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
+            pools = await open_pools(config, stack)
+            try:
+                await open_all(config, pools, store)
+            except TournamentError as e:
+                failed.append(e)  # raised outside the nursery: one plain exception
+            else:
+                await play(pools)
+            nursery.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
 
 
 def wire_ids(seed: int, scheduled: ScheduledGame) -> tuple[str, str]:
