@@ -5,6 +5,7 @@ same game as the local runner with its pooled processes."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -132,10 +133,12 @@ spec = "random"
 """
 
 
-def test_fresh_processes_play_the_same_games_as_the_local_runner(tmp_path: Path) -> None:
+def test_fresh_processes_play_the_same_games_as_the_local_runner(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The local runner (pooled processes) and run_game_blocking (processes started for
     the one game, as on a Ray node) store identical records for every game."""
     sockets = Path(tempfile.mkdtemp(prefix="arena-j-"))
+    request.addfinalizer(lambda: shutil.rmtree(sockets, ignore_errors=True))
     env = dict(os.environ, TMPDIR=str(sockets))
     file = tmp_path / "t.toml"
     file.write_text(TOURNAMENT.format(bot=REPO / "sample_bots/python/random_bot.py"))

@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,12 @@ spec = "random"
 TOTAL = 5 * 1 * 4  # tables x deals x rotations
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-r-"))
 ENV = dict(os.environ, TMPDIR=str(SOCKETS))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sockets_folder() -> Iterator[None]:
+    yield
+    shutil.rmtree(SOCKETS, ignore_errors=True)
 
 
 def in_namespace(mode: str, file: Path, out: Path) -> dict[str, Any]:
