@@ -242,6 +242,8 @@ def _check_human_flags(args: argparse.Namespace, humans: list[int]) -> None:
         raise UsageError("arena play: --human-ms must be positive")
     if not 0 <= args.port <= 65535:
         raise UsageError("arena play: --port must be 0..65535")
+    if args.port and not args.web:
+        raise UsageError("arena play: --port is the browser seat's port; it needs --web")
 
 
 def _human_seat(args: argparse.Namespace, game: Game) -> tuple[SeatSpec, Any]:

@@ -386,6 +386,7 @@ def test_bad_human_flags_are_one_line_errors() -> None:
         (["--bots", "random,heuristic,random", "--web"], "--web needs a human seat"),
         (["--bots", "human,heuristic,random", "--human-ms", "0"], "--human-ms must be"),
         (["--bots", "human,heuristic,random", "--web", "--port", "70000"], "--port must"),
+        (["--bots", "human,heuristic,random", "--port", "8080"], "it needs --web"),
     ]:
         done = subprocess.run(arena_command("play", "--game", "wizard", "--players", "3",
                                             *argv), cwd=REPO, capture_output=True,
