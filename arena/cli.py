@@ -197,8 +197,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"arena play: {e}") from None
     try:
         try:
-            report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
-                              args.startup_ms / 1000, confinement)
+            report = trio.run(_play_until_sigterm, game, seats, clock, log_dir, seed,
+                              args.quiet, args.startup_ms / 1000, confinement)
         except BaseException:
             if web is not None:
                 web.close()
@@ -269,6 +269,35 @@ async def _until_stopped() -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             return
+
+
+async def _play_until_sigterm(game: Game, seats: list[SeatSpec], clock: TimeControl,
+                              log_dir: Path, seed: int, quiet: bool, startup_s: float,
+                              confinement: Confinement) -> GameReport:
+    """:func:`_play`, stopped by SIGTERM as by Ctrl-C: the game abandoned, every bot
+    process ended, KeyboardInterrupt raised (``arena: interrupted``, exit 130)."""
+    reports: list[GameReport] = []
+    terminated = False
+    async with trio.open_nursery() as nursery:
+
+        async def play() -> None:
+            reports.append(await _play(game, seats, clock, log_dir, seed, quiet, startup_s,
+                                       confinement))
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            nonlocal terminated
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    terminated = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+        nursery.start_soon(watch)
+        nursery.start_soon(play)
+    if terminated or not reports:
+        raise KeyboardInterrupt
+    return reports[0]
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,

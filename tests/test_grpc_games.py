@@ -526,12 +526,15 @@ def test_a_bot_that_never_serves_fails_within_the_startup_limit(
 # -- interruption ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("when", ["mid-game", "hand-shake"])
+@pytest.mark.parametrize("when", ["mid-game", "hand-shake", "sigterm"])
 def test_ctrl_c_ends_every_bot_process(arena_sandbox: Sandbox, when: str) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group), mid-game or during the hand-shake,
+    or SIGTERM to the arena alone (what a supervisor sends): the game is abandoned and
+    every bot process ends."""
     traces = [arena_sandbox.tmp / f"trace{i}.jsonl" for i in range(2)]
     bots = [bot_cmd(TEST_BOTS / "sleepy.py", "--sleep-ms", 30, "--trace", traces[0]),
             bot_cmd(TEST_BOTS / "sleepy.py", "--sleep-ms", 30, "--trace", traces[1])
-            if when == "mid-game" else
+            if when != "hand-shake" else
             bot_cmd(TEST_BOTS / "handshake.py", "--mode", "slowhello", "--trace", traces[1])]
     # a shell's background job ignores SIGINT, and its children inherit that: not here
     ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -546,7 +549,7 @@ def test_ctrl_c_ends_every_bot_process(arena_sandbox: Sandbox, when: str) -> Non
     finally:
         signal.signal(signal.SIGINT, ignored)
     try:
-        if when == "mid-game":
+        if when != "hand-shake":
             started = wait_until(lambda: all(len(decision_calls(read_trace(t))) >= 2
                                              for t in traces), 20)
         else:  # the arena is waiting for the second bot's answer to Hello
@@ -554,7 +557,10 @@ def test_ctrl_c_ends_every_bot_process(arena_sandbox: Sandbox, when: str) -> Non
         assert started, "the bots were not called"
         pids = {read_trace(t)[0]["pid"] for t in traces}
         assert len(pids) == 2 and not any(gone(p) for p in pids)
-        os.killpg(arena.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        if when == "sigterm":
+            arena.terminate()
+        else:
+            os.killpg(arena.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         out, err = arena.communicate(timeout=20)
     finally:
         if arena.poll() is None:
