@@ -3,7 +3,9 @@
 tests/test_ray.py runs this inside a network namespace of its own (only loopback exists
 there, so Ray cannot reach any other address):
 ``unshare --net --map-root-user sh -c 'ip link set lo up && exec python tests/ray_cluster.py
-MODE FILE OUT'``. It prints one JSON object on stdout. MODE:
+MODE FILE OUT [MODE FILE OUT ...]'``. The scenarios run one after the other on one cluster
+(starting one takes seconds); ``remove-node`` can only be the last. It prints one JSON
+list on stdout, a report per scenario. MODE:
 
 - ``run``: one run; reports the driver's exit and output, the most games seen running
   at once (Ray workers titled ``ray::_play_task``) and the fewest CPUs Ray had free.
@@ -83,66 +85,78 @@ def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
          "50", "--ray", address], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> dict[str, Any]:
+    """One run of the tournament in ``file`` to ``out``, acted on as ``mode`` says."""
+    report: dict[str, Any] = {"mode": mode}
+    driver = start_driver(file, str(out), cluster.address)
+    most, fewest_cpus = 0, float("inf")
+    deadline = time.monotonic() + DEADLINE_S
+    acted = False
+    while driver.poll() is None and time.monotonic() < deadline:
+        running = tasks_running(b"_play_task")
+        most = max(most, running)
+        fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
+        if not acted and done_games(out) >= 3:
+            # two games running (one CPU a node): one of them is on the worker node
+            if mode == "remove-node" and running >= 2:
+                cluster.remove_node(worker)
+                acted = True
+            elif mode == "interrupt":
+                driver.send_signal(signal.SIGINT)
+                stopped_out, stopped_err = driver.communicate(timeout=30)
+                report.update(stopped_rc=driver.returncode, stopped_stdout=stopped_out,
+                              stopped_stderr=stopped_err[-2000:],
+                              kept=done_games(out))
+                until = time.monotonic() + 10
+                while bot_count(b"random_bot.py") and time.monotonic() < until:
+                    time.sleep(0.1)
+                report["bots_left_after_stop"] = bot_count(b"random_bot.py")
+                report["tasks_left_after_stop"] = tasks_running(b"_play_task")
+                driver = start_driver(file, str(out), cluster.address)
+                acted = True
+            elif mode == "kill":
+                report["kept_before_kill"] = done_games(out)
+                driver.send_signal(signal.SIGKILL)
+                driver.wait()
+                report["killed_rc"] = driver.returncode
+                report["kept"] = done_games(out)
+                driver.communicate()
+                time.sleep(1)
+                driver = start_driver(file, str(out), cluster.address)
+                acted = True
+        time.sleep(0.05)
+    if driver.poll() is None:
+        driver.kill()
+    stdout, stderr = driver.communicate()
+    report.update(rc=driver.returncode, stdout=stdout, stderr=stderr[-2000:],
+                  driver_stderr=stderr[:2000],
+                  most_at_once=most, fewest_free_cpus=fewest_cpus, acted=acted)
+    return report
+
+
 def main() -> None:
-    mode, file, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    args = sys.argv[1:]
+    runs = [(args[i], args[i + 1], Path(args[i + 2])) for i in range(0, len(args), 3)]
+    assert all(mode != "remove-node" for mode, _, _ in runs[:-1]), "remove-node goes last"
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 1, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
-    report: dict[str, Any] = {}
+    reports: list[dict[str, Any]] = []
     try:
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-        driver = start_driver(file, str(out), cluster.address)
-        most, fewest_cpus = 0, float("inf")
-        deadline = time.monotonic() + DEADLINE_S
-        acted = False
-        while driver.poll() is None and time.monotonic() < deadline:
-            running = tasks_running(b"_play_task")
-            most = max(most, running)
-            fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
-            if not acted and done_games(out) >= 3:
-                # two games running (one CPU a node): one of them is on the worker node
-                if mode == "remove-node" and running >= 2:
-                    cluster.remove_node(worker)
-                    acted = True
-                elif mode == "interrupt":
-                    driver.send_signal(signal.SIGINT)
-                    stopped_out, stopped_err = driver.communicate(timeout=30)
-                    report.update(stopped_rc=driver.returncode, stopped_stdout=stopped_out,
-                                  stopped_stderr=stopped_err[-2000:],
-                                  kept=done_games(out))
-                    until = time.monotonic() + 10
-                    while bot_count(b"random_bot.py") and time.monotonic() < until:
-                        time.sleep(0.1)
-                    report["bots_left_after_stop"] = bot_count(b"random_bot.py")
-                    report["tasks_left_after_stop"] = tasks_running(b"_play_task")
-                    driver = start_driver(file, str(out), cluster.address)
-                    acted = True
-                elif mode == "kill":
-                    report["kept_before_kill"] = done_games(out)
-                    driver.send_signal(signal.SIGKILL)
-                    driver.wait()
-                    report["killed_rc"] = driver.returncode
-                    report["kept"] = done_games(out)
-                    driver.communicate()
-                    time.sleep(1)
-                    driver = start_driver(file, str(out), cluster.address)
-                    acted = True
-            time.sleep(0.05)
-        if driver.poll() is None:
-            driver.kill()
-        stdout, stderr = driver.communicate()
-        report.update(rc=driver.returncode, stdout=stdout, stderr=stderr[-2000:],
-                      driver_stderr=stderr[:2000],
-                      most_at_once=most, fewest_free_cpus=fewest_cpus, acted=acted)
+        for mode, file, out in runs:
+            reports.append(scenario(cluster, worker, mode, file, out))
     finally:
         ray.shutdown()
         cluster.shutdown()
     deadline = time.monotonic() + 10
     while bot_count(b"random_bot.py") and time.monotonic() < deadline:
         time.sleep(0.1)
-    report["bots_left"] = bot_count(b"random_bot.py")
-    print(json.dumps(report))
+    left = bot_count(b"random_bot.py")
+    for report in reports:
+        report["bots_left"] = left  # bots kept by Ray's workers end with the cluster
+    print(json.dumps(reports))
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 Every Ray process runs inside a network namespace the test makes (only loopback exists
 there: outside one, Ray binds and connects to the machine's own non-loopback address),
-through tests/ray_cluster.py, which reports JSON. Checked: the same games as a local run;
-a node removed mid-run (every game stored once, the retry counted, not a bot's fault);
-resume after the driver is killed with SIGKILL; one CPU per game. Skips only where
-``ray`` cannot be imported.
+through tests/ray_cluster.py, which plays every scenario on one cluster (a start costs
+seconds) and reports JSON. Checked: the same games as a local run; bots reaching the nodes
+through ``working_dir``; resume after the driver is killed with SIGKILL or stopped with
+Ctrl-C; a node removed mid-run (every game stored once, the retry counted, not a bot's
+fault); one CPU per game. Skips only where ``ray`` cannot be imported.
 """
 
 from __future__ import annotations
@@ -78,15 +79,21 @@ def _sockets_folder() -> Iterator[None]:
     shutil.rmtree(SOCKETS, ignore_errors=True)
 
 
-def in_namespace(mode: str, file: Path, out: Path) -> dict[str, Any]:
-    """tests/ray_cluster.py MODE in a network namespace of its own; its JSON report."""
-    script = f"ip link set lo up && exec {sys.executable} tests/ray_cluster.py " \
-             f"{mode} {file} {out}"
+def in_namespace(*runs: tuple[str, Path, Path]) -> list[dict[str, Any]]:
+    """tests/ray_cluster.py with ``runs`` (mode, file, out), one after the other on one
+    cluster, in a network namespace of its own; a report per run."""
+    args = " ".join(f"{mode} {file} {out}" for mode, file, out in runs)
+    script = f"ip link set lo up && exec {sys.executable} tests/ray_cluster.py {args}"
     done = subprocess.run(["unshare", "--net", "--map-root-user", "sh", "-c", script],
-                          cwd=REPO, text=True, capture_output=True, timeout=120,
+                          cwd=REPO, text=True, capture_output=True, timeout=120 * len(runs),
                           check=False, env=ENV)
     assert done.returncode == 0, done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    reports: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return reports
+
+
+def finished(report: dict[str, Any]) -> dict[str, Any]:
+    """``report``, checked: the run ended well and no bot outlived the cluster."""
     assert report["rc"] == 0, report["stderr"]
     assert report["bots_left"] == 0, "bot processes outlived the cluster"
     return report
@@ -136,9 +143,29 @@ def local(tournament_file: Path) -> dict[str, tuple[Any, ...]]:
 
 
 @pytest.fixture(scope="module")
-def ray_run(tournament_file: Path) -> tuple[Path, dict[str, Any]]:
-    out = tournament_file.parent / "ray-run"
-    return out, in_namespace("run", tournament_file, out)
+def cluster(tournament_file: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Every scenario on one two-node cluster (each start costs seconds), by name: its
+    output folder and report. The node's removal goes last."""
+    folder = tournament_file.parent
+    bots = folder / "bots"  # [cluster] working_dir: Ray copies it to the nodes
+    bots.mkdir()
+    shutil.copy(REPO / "sample_bots" / "python" / "random_bot.py", bots)
+    wd_file = folder / "wd.toml"
+    wd_file.write_text(TOURNAMENT.format(bot="random_bot.py")
+                       + '\n[cluster]\nworking_dir = "bots"\n')
+    runs = {"run": ("run", tournament_file), "working_dir": ("run", wd_file),
+            "kill": ("kill", tournament_file), "interrupt": ("interrupt", tournament_file),
+            "remove-node": ("remove-node", tournament_file)}
+    reports = in_namespace(*((mode, file, folder / name) for name, (mode, file)
+                             in runs.items()))
+    return {name: (folder / name, report)
+            for name, report in zip(runs, reports, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def ray_run(cluster: dict[str, tuple[Path, dict[str, Any]]]) -> tuple[Path, dict[str, Any]]:
+    out, report = cluster["run"]
+    return out, finished(report)
 
 
 def test_ray_run_stores_the_same_games_as_a_local_run(
@@ -159,9 +186,10 @@ def test_one_cpu_per_game(ray_run: tuple[Path, dict[str, Any]]) -> None:
 
 
 def test_a_node_removed_mid_run_loses_no_game_and_doubles_none(
-        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
-    out = tmp_path / "removed"
-    report = in_namespace("remove-node", tournament_file, out)
+        cluster: dict[str, tuple[Path, dict[str, Any]]],
+        local: dict[str, tuple[Any, ...]]) -> None:
+    out, report = cluster["remove-node"]
+    finished(report)
     assert report["acted"], "the run ended before the node could be removed"
     assert games(out) == local  # each game once, played again from its start
     assert retries(report["stdout"]) >= 1
@@ -169,9 +197,10 @@ def test_a_node_removed_mid_run_loses_no_game_and_doubles_none(
 
 
 def test_resume_after_the_driver_is_killed(
-        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
-    out = tmp_path / "killed"
-    report = in_namespace("kill", tournament_file, out)
+        cluster: dict[str, tuple[Path, dict[str, Any]]],
+        local: dict[str, tuple[Any, ...]]) -> None:
+    out, report = cluster["kill"]
+    finished(report)
     assert report["killed_rc"] == -9
     kept = report["kept"]
     assert 3 <= kept < TOTAL
@@ -181,12 +210,13 @@ def test_resume_after_the_driver_is_killed(
 
 
 def test_ctrl_c_stops_the_cluster_games_and_resumes_like_a_local_run(
-        tournament_file: Path, local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+        tournament_file: Path, cluster: dict[str, tuple[Path, dict[str, Any]]],
+        local: dict[str, tuple[Any, ...]]) -> None:
     """SIGINT to the driver: it stops as a local run does (exit 130, finished games kept,
     how to resume), its games on the cluster end with their bots, and a second run
     plays only the rest."""
-    out = tmp_path / "interrupted"
-    report = in_namespace("interrupt", tournament_file, out)
+    out, report = cluster["interrupt"]
+    finished(report)
     assert report["acted"], "the run ended before it could be interrupted"
     assert report["stopped_rc"] == 130, report["stopped_stderr"]
     assert "Traceback" not in report["stopped_stderr"]
@@ -216,16 +246,12 @@ def test_without_ray_installed_says_how_to_install_it(
 
 
 def test_bots_reach_the_nodes_through_working_dir(
-        local: dict[str, tuple[Any, ...]], tmp_path: Path) -> None:
+        cluster: dict[str, tuple[Path, dict[str, Any]]],
+        local: dict[str, tuple[Any, ...]]) -> None:
     """With ``[cluster] working_dir`` Ray copies the folder to the nodes and the bot's
     command runs in that copy: the driver's folder has no random_bot.py of its own."""
-    bots = tmp_path / "bots"
-    bots.mkdir()
-    shutil.copy(REPO / "sample_bots" / "python" / "random_bot.py", bots)
     assert not (REPO / "random_bot.py").exists()
-    text = TOURNAMENT.format(bot="random_bot.py")
-    file = tmp_path / "wd.toml"
-    file.write_text(text + '\n[cluster]\nworking_dir = "bots"\n')
-    report = in_namespace("run", file, tmp_path / "out")
-    assert games(tmp_path / "out") == local
+    out, report = cluster["working_dir"]
+    finished(report)
+    assert games(out) == local
     assert retries(report["stdout"]) == 0
