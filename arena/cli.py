@@ -276,26 +276,23 @@ async def _play_until_sigterm(game: Game, seats: list[SeatSpec], clock: TimeCont
                               confinement: Confinement) -> GameReport:
     """:func:`_play`, stopped by SIGTERM as by Ctrl-C: the game abandoned, every bot
     process ended, KeyboardInterrupt raised (``arena: interrupted``, exit 130)."""
+    from types import SimpleNamespace
+
+    from arena.tournament.runner import stop_on_signal
+
     reports: list[GameReport] = []
-    terminated = False
-    async with trio.open_nursery() as nursery:
+    state = SimpleNamespace(interrupted=False)
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
 
-        async def play() -> None:
-            reports.append(await _play(game, seats, clock, log_dir, seed, quiet, startup_s,
-                                       confinement))
-            nursery.cancel_scope.cancel()
+            async def play() -> None:
+                reports.append(await _play(game, seats, clock, log_dir, seed, quiet,
+                                           startup_s, confinement))
+                nursery.cancel_scope.cancel()
 
-        async def watch() -> None:
-            nonlocal terminated
-            with trio.open_signal_receiver(signal.SIGTERM) as signals:
-                async for _ in signals:
-                    terminated = True
-                    nursery.cancel_scope.cancel()
-                    return
-
-        nursery.start_soon(watch)
-        nursery.start_soon(play)
-    if terminated or not reports:
+            nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
+            nursery.start_soon(play)
+    if state.interrupted or not reports:
         raise KeyboardInterrupt
     return reports[0]
 
