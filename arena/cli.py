@@ -281,17 +281,23 @@ async def _play_until_sigterm(game: Game, seats: list[SeatSpec], clock: TimeCont
     from arena.tournament.runner import stop_on_signal
 
     reports: list[GameReport] = []
+    errors: list[Exception] = []
     state = SimpleNamespace(interrupted=False)
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
 
             async def play() -> None:
-                reports.append(await _play(game, seats, clock, log_dir, seed, quiet,
-                                           startup_s, confinement))
+                try:
+                    reports.append(await _play(game, seats, clock, log_dir, seed, quiet,
+                                               startup_s, confinement))
+                except Exception as e:  # raised below as it is, not in a group
+                    errors.append(e)
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
             nursery.start_soon(play)
+    if errors:
+        raise errors[0]
     if state.interrupted or not reports:
         raise KeyboardInterrupt
     return reports[0]
