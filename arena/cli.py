@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -197,8 +198,9 @@ def cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"arena play: {e}") from None
     try:
         try:
-            report = trio.run(_play_until_sigterm, game, seats, clock, log_dir, seed,
-                              args.quiet, args.startup_ms / 1000, confinement)
+            with _sigterm_as_ctrl_c():
+                report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
+                                  args.startup_ms / 1000, confinement)
         except BaseException:
             if web is not None:
                 web.close()
@@ -264,43 +266,27 @@ def _human_seat(args: argparse.Namespace, game: Game) -> tuple[SeatSpec, Any]:
     return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), WebPlayer(table, HUMAN, args.human_ms)), web
 
 
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops what runs inside as Ctrl-C does (trio's KeyboardInterrupt: the game
+    abandoned, every bot ended, ``arena: interrupted``, exit 130), not by killing the
+    arena outright. Where SIGINT is ignored (a shell's background job), SIGTERM is left as
+    it is."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 async def _until_stopped() -> None:
     """Wait for Ctrl-C (SIGINT) or SIGTERM."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             return
-
-
-async def _play_until_sigterm(game: Game, seats: list[SeatSpec], clock: TimeControl,
-                              log_dir: Path, seed: int, quiet: bool, startup_s: float,
-                              confinement: Confinement) -> GameReport:
-    """:func:`_play`, stopped by SIGTERM as by Ctrl-C: the game abandoned, every bot
-    process ended, KeyboardInterrupt raised (``arena: interrupted``, exit 130)."""
-    from types import SimpleNamespace
-
-    from arena.tournament.runner import stop_on_signal
-
-    reports: list[GameReport] = []
-    errors: list[Exception] = []
-    state = SimpleNamespace(interrupted=False)
-    with trio.open_signal_receiver(signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def play() -> None:
-                try:
-                    reports.append(await _play(game, seats, clock, log_dir, seed, quiet,
-                                               startup_s, confinement))
-                except Exception as e:  # raised below as it is, not in a group
-                    errors.append(e)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
-            nursery.start_soon(play)
-    if errors:
-        raise errors[0]
-    if state.interrupted or not reports:
-        raise KeyboardInterrupt
-    return reports[0]
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
