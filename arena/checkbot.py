@@ -36,6 +36,7 @@ from rich.text import Text
 from arena.botproc import BotSpec, BotSpecError, add_remote_flags, remote_from_args
 from arena.bots import make_bot
 from arena.files import FolderError, private_dir, temp_dir
+from arena.interrupt import sigterm_as_ctrl_c
 from arena.names import clean
 from arena.players import BotConnection, HandshakeError, LocalPlayer, RemotePlayer
 from arena.record import RecordError, verify_record
@@ -703,8 +704,9 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
     except FolderError as e:
         return _usage(str(e))
     try:
-        report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games, log_dir,
-                          confinement)
+        with sigterm_as_ctrl_c():
+            report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games,
+                              log_dir, confinement)
     except HandshakeError as e:
         print(f"{PROG}: {clean(str(e))}", file=sys.stderr)
         if args.json:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import secrets
@@ -25,6 +24,7 @@ from arena.checkbot import cmd_check_bot
 from arena.errors import one_line
 from arena.files import FolderError, atomic_writer, private_dir, temp_dir
 from arena.human import HUMAN, TerminalPlayer
+from arena.interrupt import sigterm_as_ctrl_c
 from arena.match.command import add_parser as add_match_parser
 from arena.names import clean
 from arena.players import HandshakeError, SeatSpec, seated_players
@@ -198,7 +198,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"arena play: {e}") from None
     try:
         try:
-            with _sigterm_as_ctrl_c():
+            with sigterm_as_ctrl_c():
                 report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
                                   args.startup_ms / 1000, confinement)
         except BaseException:
@@ -264,22 +264,6 @@ def _human_seat(args: argparse.Namespace, game: Game) -> tuple[SeatSpec, Any]:
     web.start()
     print(f"play in your browser: {web.url} (Ctrl-C to stop)", flush=True)
     return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), WebPlayer(table, HUMAN, args.human_ms)), web
-
-
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM stops what runs inside as Ctrl-C does (trio's KeyboardInterrupt: the game
-    abandoned, every bot ended, ``arena: interrupted``, exit 130), not by killing the
-    arena outright. Where SIGINT is ignored (a shell's background job), SIGTERM is left as
-    it is."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 async def _until_stopped() -> None:

@@ -9,15 +9,17 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from conftest import REPO, bot_processes, children
+from conftest import REPO, bot_processes, children, wait_until
 
 from arena.botproc import BotSpec
 from arena.checkbot import (
@@ -393,3 +395,25 @@ def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
     failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
     assert failed == ["FAIL SIGTERM still running 3 s after SIGTERM; a bot must exit promptly "
                       "on SIGTERM (the arena sends SIGKILL 1 s after it)"], out
+
+
+def test_sigterm_stops_the_checks_as_ctrl_c_does(sandbox: Path) -> None:
+    """SIGTERM to a running check-bot (what a supervisor sends): ``arena: interrupted``,
+    exit 130, and the bot process and its socket folder gone (the fixture checks)."""
+    env = dict(os.environ, TMPDIR=str(sandbox))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena", "check-bot", "--no-sandbox",
+         python_bot(BOTS / "slow_bot.py"), "--game", "wizard", "--move-ms", "5000",
+         "--log-dir", str(sandbox / "logs")],
+        cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: bool(bot_processes(sandbox)), 20), "no bot was started"
+        time.sleep(0.5)  # into the checks
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert err == "arena: interrupted\n"
