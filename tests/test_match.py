@@ -32,6 +32,7 @@ from arena.match.sprt import (
     score_of,
     simulate,
 )
+from arena.tournament.store import Store
 
 # -- the statistics ---------------------------------------------------------------------
 
@@ -329,6 +330,35 @@ def test_heuristic_beats_random_h1(tmp_path: Path) -> None:
     print(f"heuristic vs random: {result['verdict']} after {result['games']} games "
           f"({result['games_stored']} stored) in {seconds:.1f} s; elo {result['elo']} "
           f"{result['elo_95']}; pentanomial {counts}")
+
+
+def test_opponents_of_other_kinds_sit_in_the_same_places_for_both(tmp_path: Path) -> None:
+    """``--opponents`` with one spec per other seat: each is registered under its own
+    name with its spec, sits in every game once, and the two games of a pair differ only
+    in the tested seat."""
+    out, report = tmp_path / "m", tmp_path / "report.json"
+    res = arena("match", "heuristic", "random", "--game", "trumps", "--players", "3",
+                "--opponents", "random,heuristic", "--max-games", "8", "--seed", "5",
+                "--concurrency", "2", "--out", str(out), "--json", str(report))
+    assert res.returncode == 1, res.stderr  # no verdict in 8 games
+    result = json.loads(report.read_text())
+    assert (result["verdict"], result["games"]) == ("inconclusive", 8)
+    assert result["opponents"] == ["random", "heuristic"]
+    with closing(Store.open_readonly(out)) as store:
+        specs = {b["name"]: b["spec"] for b in store.bots()}
+    assert specs == {"candidate": "heuristic", "baseline": "random",
+                     "opponent1": "random", "opponent2": "heuristic"}
+    records = stored(out)
+    assert len(records) == 8
+    for game_id, record in records.items():
+        seats = record["seats"]
+        tested = [s for s in seats if s in ("candidate", "baseline")]
+        assert len(tested) == 1 and sorted(set(seats) - set(tested)) == \
+            ["opponent1", "opponent2"], (game_id, seats)
+        if game_id.startswith("t0-"):
+            twin = records["t1-" + game_id[3:]]
+            assert twin["seats"] == ["baseline" if s == "candidate" else s for s in seats]
+            assert twin["seed"] == record["seed"]
 
 
 def test_heuristic_against_itself_h0(tmp_path: Path) -> None:
