@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -84,18 +84,25 @@ async def fresh_players(job: GameJob, log_dir: Path) -> AsyncIterator[list[Playe
         _, seated[seat] = await _start(job, entry, log_dir, conns)
 
     try:
-        async with trio.open_nursery() as nursery:
-            for seat, entry in enumerate(job.seats):
-                if entry.kind == "builtin":
-                    seated[seat] = builtin_player(job, seat)
-                else:
-                    nursery.start_soon(seat_one, seat, entry)
-        yield [player for player in seated if player is not None]
+        yield await _seat_all(job, seated, seat_one)
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
                 for conn in conns:
                     nursery.start_soon(conn.aclose)
+
+
+async def _seat_all(job: GameJob, seated: list[Player | None],
+                    seat_one: Callable[[int, SeatJob], Awaitable[None]]) -> list[Player]:
+    """Fill ``seated``: built-in bots at once, each external one by ``seat_one(seat,
+    entry)``, side by side; the players by seat."""
+    async with trio.open_nursery() as nursery:
+        for seat, entry in enumerate(job.seats):
+            if entry.kind == "builtin":
+                seated[seat] = builtin_player(job, seat)
+            else:
+                nursery.start_soon(seat_one, seat, entry)
+    return [player for player in seated if player is not None]
 
 
 async def _start(job: GameJob, entry: SeatJob, log_dir: Path,
@@ -224,13 +231,7 @@ class WorkerPools:
             leased.append((key, conn))
 
         try:
-            async with trio.open_nursery() as nursery:
-                for seat, entry in enumerate(job.seats):
-                    if entry.kind == "builtin":
-                        seated[seat] = builtin_player(job, seat)
-                    else:
-                        nursery.start_soon(seat_one, seat, entry)
-            return await run_game(job, [p for p in seated if p is not None])
+            return await run_game(job, await _seat_all(job, seated, seat_one))
         finally:
             with trio.CancelScope(shield=True):
                 for conn in starting:

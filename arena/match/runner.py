@@ -19,15 +19,13 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from arena.game import run_game
 from arena.match.schedule import Tally, bot_seed, match_schedule
 from arena.match.sprt import Sprt
-from arena.players import BotConnection
 from arena.pool import BotPool
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     job_of,
-    seat_all,
+    play_stored,
     seat_jobs,
     with_field,
 )
@@ -116,19 +114,9 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
                 # a game of built-in bots never waits: let the other workers and the
                 # signal handler run between games
                 await trio.lowlevel.checkpoint()
-                leased: list[tuple[BotPool, BotConnection]] = []
                 job = replace(job_of(config, seed, scheduled, seats),
                               bot_seed=bot_seed(scheduled))
-                try:
-                    players = await seat_all(pools, job, scheduled, core, leased)
-                    store.game_started(scheduled)
-                    outcome = await run_game(job, players)
-                finally:
-                    with trio.CancelScope(shield=True):
-                        for pool, conn in leased:
-                            await pool.release(conn)
-                store.game_finished(scheduled, outcome.record, outcome.latencies_ms,
-                                    outcome.cpu_ms)
+                outcome = await play_stored(pools, job, scheduled, core, store)
                 state.played += 1
                 state.stored += 1
                 state.faults += len(outcome.faults)

@@ -10,6 +10,7 @@ kind of decision (:class:`Decision`), :meth:`Game.legal_actions` the actions all
 
 from __future__ import annotations
 
+import bisect
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -196,6 +197,15 @@ class Game(ABC):
         if action not in hand:
             return f"seat {seat}: does not hold {shown}"
         return f"seat {seat}: must follow {SUIT_NAMES[led]} with {shown}{allowed}"
+
+    def _resume_trick(self, hands: list[list[Card]], trick: Trick) -> None:
+        """Search support (:meth:`from_view`): play on from ``trick``'s leader, its cards
+        put back in ``hands`` (the game's own) and replayed, so the rules check them."""
+        self.to_move = trick.leader
+        self.decision = Decision.PLAY
+        for c in trick.cards:
+            bisect.insort(hands[self.to_move], c)
+            self.apply(c)
 
     @abstractmethod
     def _why_illegal(self, action: int) -> str:

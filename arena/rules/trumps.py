@@ -251,10 +251,6 @@ class TrumpsGame(Game):
             g.to_move = (1 + sum(b is not None for b in g.bids)) % n
             g.decision = _BID
         else:
-            g.to_move = view.trick.leader
-            g.decision = _PLAY
-            for c in view.trick.cards:  # replayed, so the rules check them against the hands
-                bisect.insort(hands[g.to_move], c)
-                g.apply(c)
+            g._resume_trick(hands, view.trick)
         return g
 

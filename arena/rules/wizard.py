@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import random
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -298,9 +297,5 @@ class WizardGame(Game):
             g.to_move = (dealer + 1 + sum(b is not None for b in g.bids)) % n
             g.decision = _BID
         else:
-            g.to_move = view.trick.leader
-            g.decision = _PLAY
-            for c in view.trick.cards:  # replayed, so the rules check them against the hands
-                bisect.insort(hands[g.to_move], c)
-                g.apply(c)
+            g._resume_trick(hands, view.trick)
         return g

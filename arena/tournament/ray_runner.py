@@ -22,7 +22,6 @@ from typing import Any
 
 import trio
 
-from arena import __version__
 from arena.errors import one_line
 from arena.game import hello_blocking, run_game_kept
 from arena.job import GameJob, GameOutcome, SeatJob
@@ -30,9 +29,10 @@ from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     RunSummary,
     TournamentError,
-    _sandboxed,
     games_of,
     job_of,
+    register_bot,
+    register_builtins,
     seat_jobs,
     stop_on_signal,
 )
@@ -145,17 +145,9 @@ async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
             if "error" in info:
                 errors.append(f"{config.path}: {info['error']}")
                 continue
-            bot = next(b for b in config.bots if b.name == name)
-            store.set_bot(name, str(bot.spec), str(info["version"]), str(info["author"]),
-                          int(info["protocol_version"]), tuple(info["games"]),
-                          sandboxed=_sandboxed(config, name), isolation=config.isolation,
-                          insecure=bot.spec.plain_remote)
-    for bot in config.bots:
-        if bot.spec.kind == "builtin":
-            store.set_bot(bot.name, str(bot.spec), __version__, "trick-arena", None,
-                          ("wizard", "trumps"), sandboxed=True, isolation=config.isolation)
-    if errors:
-        raise TournamentError(sorted(errors)[0])
+            register_bot(config, store, name, str(info["version"]), str(info["author"]),
+                         int(info["protocol_version"]), info["games"])
+    register_builtins(config, store, errors)
 
 
 async def _play_all(ray: Any, config: TournamentConfig, seed: int,

@@ -11,7 +11,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from arena.botproc import command_args
 from arena.chain import CHAIN_KEY
 from arena.files import atomic_writer
 from arena.game import builtin_player, run_game
-from arena.job import GameJob, SeatJob
+from arena.job import GameJob, GameOutcome, SeatJob
 from arena.players import (
     BotConnection,
     HandshakeError,
@@ -242,13 +242,27 @@ async def open_all(config: TournamentConfig, pools: dict[str, BotPool],
         except HandshakeError as e:
             errors.append(f"{config.path}: {e}")
             return
-        store.set_bot(name, str(pool.spec), info.version, info.author, info.protocol_version,
-                      info.games, sandboxed=_sandboxed(config, name),
-                      isolation=config.isolation, insecure=pool.spec.plain_remote)
+        register_bot(config, store, name, info.version, info.author, info.protocol_version,
+                     info.games)
 
     async with trio.open_nursery() as nursery:
         for name, pool in pools.items():
             nursery.start_soon(open_one, name, pool)
+    register_builtins(config, store, errors)
+
+
+def register_bot(config: TournamentConfig, store: Store, name: str, version: str,
+                 author: str, protocol_version: int, games: Sequence[str]) -> None:
+    """Store bot ``name`` as its hand-shake described it, with how it is confined."""
+    spec = next(b for b in config.bots if b.name == name).spec
+    store.set_bot(name, str(spec), version, author, protocol_version, tuple(games),
+                  sandboxed=_sandboxed(config, name), isolation=config.isolation,
+                  insecure=spec.plain_remote)
+
+
+def register_builtins(config: TournamentConfig, store: Store, errors: list[str]) -> None:
+    """Store the built-in bots; then, if a bot's hand-shake failed (``errors``), raise the
+    first of them (by text, so the same field always names the same one)."""
     for bot in config.bots:
         if bot.spec.kind == "builtin":
             store.set_bot(bot.name, str(bot.spec), __version__, "trick-arena", None,
@@ -296,6 +310,23 @@ async def seat_all(pools: dict[str, BotPool], job: GameJob,
     return [player for player in seated if player is not None]
 
 
+async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: ScheduledGame,
+                      core: int | None, store: Store) -> GameOutcome:
+    """Play ``scheduled`` with processes leased from ``pools`` (returned whatever happens)
+    and store it: started, then finished with its record, latencies and CPU time."""
+    leased: list[tuple[BotPool, BotConnection]] = []
+    try:
+        players = await seat_all(pools, job, scheduled, core, leased)
+        store.game_started(scheduled)
+        outcome = await run_game(job, players)
+    finally:
+        with trio.CancelScope(shield=True):
+            for pool, conn in leased:
+                await pool.release(conn)
+    store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
+    return outcome
+
+
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
                     pools: dict[str, BotPool], store: Store,
                     summary: RunSummary,
@@ -313,18 +344,8 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         # bots of its game are held to it, so no bot can slow another game's thinking
         core = cores[slot % len(cores)] if config.isolation != "shared" else None
         async for scheduled in receive:
-            leased: list[tuple[BotPool, BotConnection]] = []
-            job = job_of(config, seed, scheduled, seats)
-            try:
-                players = await seat_all(pools, job, scheduled, core, leased)
-                store.game_started(scheduled)
-                outcome = await run_game(job, players)
-            finally:
-                with trio.CancelScope(shield=True):
-                    for pool, conn in leased:
-                        await pool.release(conn)
-            store.game_finished(scheduled, outcome.record, outcome.latencies_ms,
-                                outcome.cpu_ms)
+            outcome = await play_stored(pools, job_of(config, seed, scheduled, seats),
+                                        scheduled, core, store)
             summary.played += 1
             summary.faults += len(outcome.faults)
             if on_game is not None:
