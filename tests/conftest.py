@@ -44,6 +44,25 @@ def bot_cmd(script: Path, *args: object) -> str:
     return "cmd:" + shlex.join(["python", str(script), *map(str, args)])
 
 
+def tournament_toml(name: str, game: str, seats: int, seed: int, deals: int,
+                    bots: Sequence[tuple[str, str]], *, concurrency: int = 2,
+                    move_ms: int | None = None, options: dict[str, Any] | None = None) -> str:
+    """A round-robin tournament file's text: ``bots`` as (name, spec) pairs, every string
+    quoted (JSON escapes are TOML's). One line a setting, so a test may change one by
+    replacing its line."""
+    lines = [f"name = {json.dumps(name)}", f"game = {json.dumps(game)}", f"seats = {seats}",
+             f"seed = {seed}", f"concurrency = {concurrency}"]
+    if options:
+        lines += ["", "[options]", *(f"{key} = {json.dumps(value)}"
+                                     for key, value in options.items())]
+    if move_ms is not None:
+        lines += ["", "[time]", f"move_ms = {move_ms}"]
+    lines += ["", "[schedule]", 'format = "round-robin"', f"deals = {deals}"]
+    for bot, spec in bots:
+        lines += ["", "[[bots]]", f"name = {json.dumps(bot)}", f"spec = {json.dumps(spec)}"]
+    return "\n".join(lines) + "\n"
+
+
 def run_trio(fn: Callable[..., Awaitable[Any]], *args: Any, clock: Any = None) -> Any:
     return trio.run(fn, *args, clock=clock)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import tournament_toml
 
 from arena import cli
 from arena.cli import main
@@ -35,28 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / ".venv" / "bin" / "arena"
 GUARD = "internal error"
 
-TINY = """
-name = "tiny"
-game = "trumps"
-seats = 2
-seed = 7
-concurrency = 2
-
-[schedule]
-deals = 2
-
-[[bots]]
-name = "heuristic"
-spec = "heuristic"
-
-[[bots]]
-name = "random"
-spec = "random"
-
-[[bots]]
-name = "random2"
-spec = "random"
-"""
+TINY = tournament_toml("tiny", "trumps", 2, 7, 2, [
+    ("heuristic", "heuristic"), ("random", "random"), ("random2", "random")])
 TINY_GAMES = 3 * 2 * 2  # tables x deals x rotations
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from conftest import tournament_toml
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -313,28 +314,8 @@ def test_parse_record_keeps_its_limits(value: Any) -> None:
 
 # -- stores ---------------------------------------------------------------------------
 
-TINY = """
-name = "tiny"
-game = "trumps"
-seats = 2
-seed = 9
-concurrency = 2
-
-[schedule]
-deals = 2
-
-[[bots]]
-name = "heuristic"
-spec = "heuristic"
-
-[[bots]]
-name = "random"
-spec = "random"
-
-[[bots]]
-name = "random2"
-spec = "random"
-"""
+TINY = tournament_toml("tiny", "trumps", 2, 9, 2, [
+    ("heuristic", "heuristic"), ("random", "random"), ("random2", "random")])
 
 
 @pytest.fixture(scope="module")

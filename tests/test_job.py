@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, bot_processes
+from conftest import REPO, bot_processes, tournament_toml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,36 +101,11 @@ def test_not_an_object_is_refused() -> None:
         GameOutcome.from_json("{")
 
 
-TOURNAMENT = """
-name = "job-test"
-game = "trumps"
-seats = 4
-seed = 31337
-concurrency = 2
-
-[time]
-move_ms = 3000
-
-[schedule]
-format = "round-robin"
-deals = 2
-
-[[bots]]
-name = "py-random"
-spec = "cmd:python {bot}"
-
-[[bots]]
-name = "heuristic"
-spec = "heuristic"
-
-[[bots]]
-name = "random"
-spec = "random"
-
-[[bots]]
-name = "random2"
-spec = "random"
-"""
+def tournament(bot: str) -> str:
+    """Trumps for four: a bot process, the built-in heuristic and two random ones."""
+    return tournament_toml("job-test", "trumps", 4, 31337, 2, [
+        ("py-random", f"cmd:python {bot}"), ("heuristic", "heuristic"),
+        ("random", "random"), ("random2", "random")], move_ms=3000)
 
 
 def test_fresh_processes_play_the_same_games_as_the_local_runner(
@@ -141,7 +116,7 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
     request.addfinalizer(lambda: shutil.rmtree(sockets, ignore_errors=True))
     env = dict(os.environ, TMPDIR=str(sockets))
     file = tmp_path / "t.toml"
-    file.write_text(TOURNAMENT.format(bot=REPO / "sample_bots/python/random_bot.py"))
+    file.write_text(tournament(str(REPO / "sample_bots/python/random_bot.py")))
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(file),
                            "--out", str(out)], cwd=REPO, text=True,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, tournament_toml
 
 try:
     import ray  # noqa: F401
@@ -34,40 +34,14 @@ except ImportError:
     pytest.skip("ray is not installed (pip install 'trick-arena[ray]')",
                 allow_module_level=True)
 
-TOURNAMENT = """
-name = "ray-test"
-game = "trumps"
-seats = 4
-seed = 4711
-concurrency = 2
+def tournament(bot: str) -> str:
+    """Trumps for four: a bot process, the built-in heuristic and three random ones."""
+    return tournament_toml("ray-test", "trumps", 4, 4711, 1, [
+        ("py-random", f"cmd:python {bot}"), ("heuristic", "heuristic"),
+        ("random", "random"), ("random2", "random"), ("random3", "random")],
+        move_ms=3000)
 
-[time]
-move_ms = 3000
 
-[schedule]
-format = "round-robin"
-deals = 1
-
-[[bots]]
-name = "py-random"
-spec = "cmd:python {bot}"
-
-[[bots]]
-name = "heuristic"
-spec = "heuristic"
-
-[[bots]]
-name = "random"
-spec = "random"
-
-[[bots]]
-name = "random2"
-spec = "random"
-
-[[bots]]
-name = "random3"
-spec = "random"
-"""
 TOTAL = 5 * 1 * 4  # tables x deals x rotations
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-r-"))
 ENV = dict(os.environ, TMPDIR=str(SOCKETS))
@@ -126,7 +100,7 @@ def retries(stdout: str) -> int:
 @pytest.fixture(scope="module")
 def tournament_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ray") / "ray.toml"
-    path.write_text(TOURNAMENT.format(bot=REPO / "sample_bots/python/random_bot.py"))
+    path.write_text(tournament(str(REPO / "sample_bots/python/random_bot.py")))
     return path
 
 
@@ -151,7 +125,7 @@ def cluster(tournament_file: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     bots.mkdir()
     shutil.copy(REPO / "sample_bots" / "python" / "random_bot.py", bots)
     wd_file = folder / "wd.toml"
-    wd_file.write_text(TOURNAMENT.format(bot="random_bot.py")
+    wd_file.write_text(tournament("random_bot.py")
                        + '\n[cluster]\nworking_dir = "bots"\n')
     runs = {"run": ("run", tournament_file), "working_dir": ("run", wd_file),
             "kill": ("kill", tournament_file), "interrupt": ("interrupt", tournament_file),

@@ -17,46 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, bot_cmd, processes_with
+from conftest import REPO, bot_cmd, processes_with, tournament_toml
 
-TOURNAMENT = """
-name = "resume-test"
-game = "trumps"
-seats = 4
-seed = 424242
-concurrency = 3
-
-[options]
-draw = false
-
-[time]
-move_ms = 2000
-
-[schedule]
-format = "round-robin"
-deals = 2
-
-[[bots]]
-name = "py-heuristic"
-spec = "{HEURISTIC}"
-
-[[bots]]
-name = "py-random"
-spec = "{RANDOM}"
-
-[[bots]]
-name = "heuristic"
-spec = "heuristic"
-
-[[bots]]
-name = "random"
-spec = "random"
-
-[[bots]]
-name = "random2"
-spec = "random"
-""".replace("{HEURISTIC}", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")).replace(
-    "{RANDOM}", bot_cmd(REPO / "sample_bots/python/random_bot.py"))
+TOURNAMENT = tournament_toml("resume-test", "trumps", 4, 424242, 2, [
+    ("py-heuristic", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")),
+    ("py-random", bot_cmd(REPO / "sample_bots/python/random_bot.py")),
+    ("heuristic", "heuristic"), ("random", "random"), ("random2", "random")],
+    concurrency=3, move_ms=2000, options={"draw": False})
 """Bot commands are absolute: a tournament file's relative paths are taken from its own
 folder (these files are written to a temporary one)."""
 TOTAL = 5 * 2 * 4  # tables x deals x rotations
