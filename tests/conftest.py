@@ -63,6 +63,20 @@ def tournament_toml(name: str, game: str, seats: int, seed: int, deals: int,
     return "\n".join(lines) + "\n"
 
 
+def health_check(channel: Any, service: str = "") -> int:
+    """The status a bot's standard gRPC health service gives ``service`` (over
+    ``channel``, a ``grpc.Channel``), as a ``HealthCheckResponse`` status number."""
+    from grpc_health.v1 import health_pb2
+
+    check = channel.unary_unary(
+        "/grpc.health.v1.Health/Check",
+        request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+        response_deserializer=health_pb2.HealthCheckResponse.FromString)
+    reply: health_pb2.HealthCheckResponse = check(
+        health_pb2.HealthCheckRequest(service=service), timeout=1)
+    return int(reply.status)
+
+
 def run_trio(fn: Callable[..., Awaitable[Any]], *args: Any, clock: Any = None) -> Any:
     return trio.run(fn, *args, clock=clock)
 

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import grpc
 import pytest
-from conftest import REPO, Sandbox, replay
+from conftest import REPO, Sandbox, health_check, replay
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -105,13 +105,7 @@ class Running:
                 time.sleep(0.01)
 
     def health(self, service: str) -> int:
-        check = self.channel.unary_unary(
-            "/grpc.health.v1.Health/Check",
-            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
-            response_deserializer=health_pb2.HealthCheckResponse.FromString)
-        reply: health_pb2.HealthCheckResponse = check(
-            health_pb2.HealthCheckRequest(service=service), timeout=1)
-        return reply.status
+        return health_check(self.channel, service)
 
     def terminate(self) -> tuple[int | None, float]:
         """SIGTERM; the exit code (None if it had to be killed) and the seconds it took."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import REPO
+from conftest import REPO, health_check
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -71,16 +71,6 @@ class NodeBot:
         self.proc.wait(timeout=5)
         return code
 
-
-def health_check(channel: grpc.Channel, service: str = "") -> int:
-    """The status the bot's standard health service gives ``service``."""
-    check = channel.unary_unary(
-        "/grpc.health.v1.Health/Check",
-        request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
-        response_deserializer=health_pb2.HealthCheckResponse.FromString)
-    reply: health_pb2.HealthCheckResponse = check(
-        health_pb2.HealthCheckRequest(service=service), timeout=1)
-    return reply.status
 
 
 def _socket_dir(base: Path) -> Path:
