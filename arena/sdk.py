@@ -42,14 +42,12 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from arena.model.results import BotInfo, GameResult, RoundResult
 from arena.rules import Decision, View
 from arena.rules.cards import Card, Suit, most_held_suit
 from arena.v1 import bot_pb2, bot_pb2_grpc
-from arena.wire import (
+from arena.wire.serde import (
     PROTOCOL_VERSION,
-    BotInfo,
-    GameResult,
-    RoundResult,
     WireError,
     action_to_response,
     game_result_from_request,

@@ -50,25 +50,27 @@ from typing import Any, TextIO
 
 import trio
 
-from arena.botproc import BotProcess, BotSpec
-from arena.players import BotConnection, RemotePlayer, SeatSpec, seated_players
-from arena.record import game_record
-from arena.referee import Player, TimeControl, play_game
+from arena.model.record import game_record
+from arena.model.results import game_result, round_result
+from arena.model.spec import BotSpec
+from arena.play.players import RemotePlayer
+from arena.play.referee import Player, TimeControl, play_game
+from arena.play.seats import SeatSpec, seated_players
+from arena.proc.connection import BotConnection
+from arena.proc.process import BotProcess
 from arena.rules import Decision, Game, View, new_game
 from arena.rules.cards import WIZARD
-from arena.trio_grpc import unary_call
 from arena.v1 import bot_pb2
-from arena.wire import (
+from arena.wire.serde import (
     action_from_response,
     action_to_response,
     decision_request,
     game_ended_request,
-    game_result,
     round_ended_request,
-    round_result,
     round_result_from_request,
     view_from_request,
 )
+from arena.wire.trio_grpc import unary_call
 from benchmarks import Settings
 from benchmarks.pingpong_server import REPLY
 from benchmarks.timing import Sample, Series, paired_ratios
@@ -519,7 +521,7 @@ async def _run(settings: Settings, out: TextIO) -> dict[str, Any]:
              for i in range(BOTS)] if workers else [])
         try:
             seats = [SeatSpec(f"random-{i}", bot_spec) for i in range(BOTS)]
-            async with seated_players(seats, GAME, logs) as players:
+            async with seated_players(seats, GAME, logs, 0) as players:
                 await processes.start()
                 return await _measure(settings, out, players, processes, workers, payload,
                                       mean_size, steps)

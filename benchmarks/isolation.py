@@ -52,10 +52,13 @@ from typing import Any, TextIO
 
 import trio
 
-from arena.botproc import BotSpec
-from arena.players import BotConnection, RemotePlayer
+from arena.model.limits import Confinement
+from arena.model.spec import BotSpec
+from arena.play.players import RemotePlayer
+from arena.proc.bwrap import sandbox_works
+from arena.proc.cgroup import limit_mechanism, usable_cores
+from arena.proc.connection import BotConnection
 from arena.rules import Decision, View, new_game
-from arena.sandbox import Confinement, limit_mechanism, sandbox_works, usable_cores
 from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.schedule import tables
 from benchmarks import DEFAULT_REPEAT, Settings

@@ -17,7 +17,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from arena.match.sprt import VALUES, Array, Sprt, model, score_of, simulate
+from arena.stats.sprt import VALUES, Array, Sprt, model, score_of, simulate
 
 SHAPES = {
     "split": [0.05, 0.2, 0.5, 0.2, 0.05],

@@ -26,7 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from arena.rules import Decision
 from arena.rules.cards import make_card
 from arena.sdk import MAX_MESSAGE_BYTES
-from arena.wire import action_to_response
+from arena.wire.serde import action_to_response
 
 SERVICE = "arena.v1.BotService"
 METHOD = "Play"

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 
 import trio
 
-from arena.botproc import BotProcess
+from arena.proc.process import BotProcess
 from arena.tournament.config import load_config
 from arena.tournament.schedule import tables
 from arena.tournament.store import Store

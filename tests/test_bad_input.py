@@ -25,9 +25,9 @@ from conftest import tournament_toml
 
 from arena import cli
 from arena.cli import main
-from arena.errors import MAX_MESSAGE
-from arena.files import MARKER
-from arena.record import MAX_RECORD_BYTES, game_record
+from arena.model.errors import MAX_MESSAGE
+from arena.model.files import MARKER
+from arena.model.record import MAX_RECORD_BYTES, game_record
 from arena.rules import new_game
 from arena.tournament.config import MAX_GAMES, load_config
 from arena.tournament.store import STORE_NAME

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from arena.chain import ChainError, Link, canonical, check_chain, genesis, link
 from arena.cli import main
+from arena.model.chain import ChainError, Link, canonical, check_chain, genesis, link
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -21,20 +21,13 @@ import pytest
 import trio
 from conftest import REPO, bot_processes, children, wait_until
 
-from arena.botproc import BotSpec
-from arena.checkbot import (
-    SITUATIONS,
-    Position,
-    Situation,
-    add_parser,
-    cmd_check_bot,
-    percentile,
-    report_json,
-    run_checks,
-)
+from arena.checkbot.checker import percentile, report_json, run_checks
+from arena.checkbot.situations import SITUATIONS, Position, Situation
+from arena.cli.checkbot import add_parser, cmd_check_bot
+from arena.model.spec import BotSpec
+from arena.proc.cgroup import limit_mechanism
 from arena.rules import Decision, View
 from arena.rules.cards import JESTER, WIZARD
-from arena.sandbox import limit_mechanism
 
 BOTS = Path(__file__).resolve().parent / "checkbot_bots"
 

@@ -29,11 +29,11 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from arena import wire
 from arena.cli import main
-from arena.record import verify_record
+from arena.model.record import verify_record
 from arena.rules import Decision
 from arena.v1 import bot_pb2_grpc
+from arena.wire import serde as wire
 
 SOURCE = REPO / "sample_bots" / "cpp"
 BUILD = SOURCE / "build"

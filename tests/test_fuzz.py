@@ -30,9 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.cli import main
-from arena.errors import MAX_MESSAGE
-from arena.names import NameError_, check_hello
-from arena.record import (
+from arena.model.errors import MAX_MESSAGE
+from arena.model.names import NameError_, check_hello
+from arena.model.record import (
     MAX_DEPTH,
     MAX_NUMBER_CHARS,
     RecordError,
@@ -46,7 +46,12 @@ from arena.tournament.config import MAX_GAMES, MAX_SEED, ConfigError, load_confi
 from arena.tournament.schedule import FORMATS, game_count, schedule
 from arena.tournament.store import STORE_NAME
 from arena.v1 import bot_pb2, game_pb2
-from arena.wire import WireError, action_from_response, bot_info_from_response, card_to_message
+from arena.wire.serde import (
+    WireError,
+    action_from_response,
+    bot_info_from_response,
+    card_to_message,
+)
 
 FUZZ = settings(deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -36,21 +36,16 @@ from conftest import (
     wait_until,
 )
 
-from arena.botproc import BotSpec
 from arena.bots import make_bot
 from arena.cli import main as arena_main
-from arena.players import (
-    BotConnection,
-    HandshakeError,
-    LocalPlayer,
-    RemotePlayer,
-    SeatSpec,
-    seated_players,
-)
-from arena.record import verify_record
-from arena.referee import GameReport, TimeControl, default_action, describe_action, play_game
+from arena.model.limits import Confinement
+from arena.model.record import verify_record
+from arena.model.spec import BotSpec
+from arena.play.players import LocalPlayer, RemotePlayer
+from arena.play.referee import GameReport, TimeControl, default_action, describe_action, play_game
+from arena.play.seats import SeatSpec, seated_players
+from arena.proc.connection import BotConnection, HandshakeError
 from arena.rules import IllegalAction, new_game
-from arena.sandbox import Confinement
 
 pytestmark = pytest.mark.usefixtures("arena_sandbox")
 
@@ -88,8 +83,7 @@ async def _game(game_name: str, options: dict[str, Any], seed: int, specs: list[
                 ) -> GameReport:
     game = new_game(game_name, options, seed)
     parsed = [BotSpec.parse(s) for s in specs]
-    seats = [SeatSpec(p.value if p.kind == "builtin" else f"seat{i}", p)
-             for i, p in enumerate(parsed)]
+    seats = [SeatSpec(p.value if p.kind == "builtin" else None, p) for p in parsed]
     async with seated_players(seats, game_name, tmp / "logs", seed,
                               confinement=TRUSTED) as players:
         connections.extend(p.connection for p in players if isinstance(p, RemotePlayer))
@@ -409,9 +403,11 @@ def test_a_bot_that_cannot_be_restarted_is_forfeited(arena_sandbox: Sandbox) -> 
     details = [f["detail"] for f in record["faults"]]
     assert [f["kind"] for f in record["faults"]] == ["crash"] * 3
     assert details[0] == "the bot process exited with code 3; restarting it"
-    log = arena_sandbox.tmp / "logs" / "seat0.2.log"  # the restarted process's own log
+    log = conns[0].log_path  # the restarted process's own log: the first one's, numbered 2
+    assert log is not None and log.name.endswith(".2.log")
+    assert log.name.removesuffix(".2.log") + ".log" in os.listdir(log.parent)
     assert details[1] == details[2] == (
-        f"restart failed: bot seat0: exited with code 4 before serving; see {log}")
+        f"restart failed: bot {conns[0].name}: exited with code 4 before serving; see {log}")
     check_forfeit(record, 0, 4)
     steps = decisions_of(record, 0)
     assert [(f["round"], f["trick"]) for f in record["faults"]] == \

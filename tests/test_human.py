@@ -40,11 +40,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.bots import make_bot
-from arena.cli import split_bots
-from arena.human import AnswerError, parse_answer
-from arena.players import LocalPlayer
-from arena.record import verify_record
-from arena.referee import Abandon, TimeControl, play_game
+from arena.cli.common import split_bots
+from arena.human.terminal import AnswerError, parse_answer
+from arena.model.record import verify_record
+from arena.play.players import LocalPlayer
+from arena.play.referee import Abandon, TimeControl, play_game
 from arena.rules import Decision, IllegalAction, new_game
 from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, parse_card
 from arena.rules.reasons import illegal_reason

@@ -17,8 +17,9 @@ from conftest import REPO, bot_processes, tournament_toml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.game import WorkerPools, run_game_blocking
-from arena.job import GameJob, GameOutcome, JobError, SeatJob
+from arena.model.job import GameJob, GameOutcome, JobError, SeatJob
+from arena.play.game import run_game_blocking
+from arena.play.pool import WorkerPools
 from arena.tournament.config import load_config
 from arena.tournament.runner import games_of, job_of, seat_jobs
 from arena.tournament.store import Store
@@ -170,17 +171,17 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
 def test_a_log_name_taken_meanwhile_gets_the_next_number(tmp_path: Path) -> None:
     """Bot processes of several Ray workers share one log folder: a name another process
     created first is skipped, never opened twice."""
-    from arena.botproc import _open_new_log
+    from arena.proc.logs import open_new_log
 
     (tmp_path / "bot.log").write_text("another process's")
     (tmp_path / "bot.2.log").write_text("another process's")
-    fd, path = _open_new_log(tmp_path / "bot.log")
+    fd, path = open_new_log(tmp_path / "bot.log")
     os.close(fd)
     assert path == tmp_path / "bot.3.log"
-    fd, path = _open_new_log(tmp_path / "bot.7.log")
+    fd, path = open_new_log(tmp_path / "bot.7.log")
     os.close(fd)
     assert path == tmp_path / "bot.7.log"
     assert (tmp_path / "bot.log").read_text() == "another process's"
     (tmp_path / "other.txt").write_text("x")
     with pytest.raises(FileExistsError):
-        _open_new_log(tmp_path / "other.txt")
+        open_new_log(tmp_path / "other.txt")

@@ -30,25 +30,27 @@ import trio
 from rich.console import Console
 
 from arena.bots import make_bot
-from arena.faults import FAULT_KINDS
-from arena.leaderboard import (
-    CSV_COLUMNS,
-    FILES,
+from arena.model.faults import FAULT_KINDS
+from arena.model.record import game_record, verify_record
+from arena.play.players import LocalPlayer
+from arena.play.referee import TimeControl, play_game
+from arena.report.board import (
     FORMAT,
     ISOLATION_MODES,
     PROVISIONAL_GAMES,
     PROVISIONAL_HALF_WIDTH,
     LatencyHistogram,
     build_leaderboard,
+)
+from arena.report.text import (
+    CSV_COLUMNS,
+    FILES,
     print_table,
     render_csv,
     render_json,
     render_markdown,
     write_leaderboard,
 )
-from arena.players import LocalPlayer
-from arena.record import game_record, verify_record
-from arena.referee import TimeControl, play_game
 from arena.rules import View, new_game
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import StoredGame
@@ -369,7 +371,7 @@ def hand_made(seq: int, bots: Sequence[str], rounds: list[tuple[list[int], list[
               totals: list[int], latencies: tuple[tuple[float, ...], ...]) -> StoredGame:
     """A Wizard game of 3 seats with the given (bids, won) per round; round r deals r cards."""
     places = [1 + sum(u > t for u in totals) for t in totals]
-    record = {"format": "trick-arena.record/1", "game": "wizard",
+    record = {"format": "trick-arena.model.record/1", "game": "wizard",
               "options": {"players": 3, "hook_rule": False}, "seed": seq,
               "seats": list(bots), "totals": totals, "places": places, "faults": [],
               "forfeited": [False] * 3,
@@ -509,7 +511,7 @@ def test_json_round_trips() -> None:
     lb = board()
     text = render_json(lb)
     assert json.loads(text) == lb
-    assert text.startswith('{\n  "format": "trick-arena.leaderboard/1"')
+    assert text.startswith('{\n  "format": "trick-arena.report.board/1"')
 
 
 def test_write_leaderboard_writes_three_files(tmp_path: Path) -> None:
@@ -719,10 +721,10 @@ def test_isolated_processes_and_sandboxed_bots_carry_no_warning(isolation: str) 
 
 def test_fault_kinds_come_from_a_module_without_trio_or_grpc() -> None:
     assert FAULT_KINDS == ("timeout", "illegal", "protocol", "crash", "resource")
-    code = ("import sys, arena.leaderboard, arena.publish.site; "
+    code = ("import sys, arena.report.board, arena.publish.build; "
             "print(sorted({m.split('.')[0] for m in sys.modules "
             "if m.split('.')[0] in ('trio', 'grpc')} | "
-            "({'arena.referee'} if 'arena.referee' in sys.modules else set())))")
+            "({'arena.play.referee'} if 'arena.play.referee' in sys.modules else set())))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]"

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from conftest import REPO, SAMPLE_BOTS, Sandbox, bot_cmd
 
-from arena.match.schedule import Tally, bot_seed, compared_seats, deal_games, pair_score
-from arena.match.sprt import (
+from arena.match.schedule import Tally, compared_seats, deal_games, pair_score
+from arena.stats.sprt import (
     VALUES,
     Sprt,
     bounds,
@@ -181,7 +181,8 @@ def test_a_deal_is_two_game_pairs_in_two_seats() -> None:
                 # the same opponents in the same places, and the same random numbers
                 assert [x for i, x in enumerate(a.bots) if i != seat] == \
                        [x for i, x in enumerate(b.bots) if i != seat]
-                assert bot_seed(a) == bot_seed(b)
+                # (the same deal and seat: built-in bots seeded alike, see test_seats)
+                assert (a.deal_seed, a.rotation) == (b.deal_seed, b.rotation)
                 assert a.bots[(seat + 1) % seats] == "opponent1"
             assert games[0].rotation != games[2].rotation
         # the compared seats rotate: every seat twice in ``seats`` deals

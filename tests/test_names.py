@@ -22,8 +22,7 @@ from rich.markup import render
 from rich.text import Text
 
 from arena.cli import main
-from arena.leaderboard import render_csv, render_markdown
-from arena.names import (
+from arena.model.names import (
     HELLO_MAX,
     NameError_,
     check_hello,
@@ -33,6 +32,7 @@ from arena.names import (
     for_markdown,
     for_terminal,
 )
+from arena.report.text import render_csv, render_markdown
 from arena.tournament.config import ConfigError, load_config
 
 ESC = "\x1b"

@@ -21,11 +21,12 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from arena import wire
 from arena.bots import make_bot
-from arena.record import game_record, verify_record
+from arena.model import results
+from arena.model.record import game_record, verify_record
 from arena.rules import Decision, Game, new_game
 from arena.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+from arena.wire import serde as wire
 
 BOT_DIR = REPO / "sample_bots" / "node"
 NODE = shutil.which("node")
@@ -239,12 +240,12 @@ def _play_game(node_bot: NodeBot, g: Game, seats: list[str]) -> set[Decision]:
         g.apply(action)
         if len(g.log) > finished or g.to_move is None:
             for seat in node_seats:
-                result = wire.round_result(g, finished, seat, game_id, "table-1")
+                result = results.round_result(g, finished, seat, game_id, "table-1")
                 reply = node_bot.stub.RoundEnded(wire.round_ended_request(result),
                                                  timeout=CALL_S)
                 assert reply == bot_pb2.RoundEndedResponse()
     for seat in node_seats:
-        outcome = wire.game_result(g, seat, game_id, "table-1")
+        outcome = results.game_result(g, seat, game_id, "table-1")
         ended = node_bot.stub.GameEnded(wire.game_ended_request(outcome), timeout=CALL_S)
         assert ended == bot_pb2.GameEndedResponse()
     assert g.is_over

@@ -13,8 +13,8 @@ import pytest
 from conftest import SAMPLE_BOTS, Sandbox, bot_cmd
 
 from arena.cli import main
-from arena.files import MARKER, FolderError, private_dir, temp_dir
-from arena.players import log_stem
+from arena.model.files import MARKER, FolderError, private_dir, temp_dir
+from arena.proc.logs import log_stem
 
 PY_BOT = bot_cmd(SAMPLE_BOTS / "random_bot.py")
 

@@ -15,7 +15,7 @@ from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_command, bot_cmd
 from arena.bots import make_bot
 from arena.bots.heuristic import HeuristicBot
 from arena.bots.pimc import MIN_SAMPLES, PimcBot, choose, planned_samples, survivors
-from arena.record import verify_record
+from arena.model.record import verify_record
 from arena.rules import Decision, Game, new_game
 from arena.rules.cards import WIZARD
 
@@ -180,7 +180,7 @@ def test_the_search_bot_in_the_docs_runs() -> None:
 
 def test_the_sdk_tells_a_bot_its_deadline_and_bank() -> None:
     from arena.sdk import Bot, _Servicer
-    from arena.wire import decision_request
+    from arena.wire.serde import decision_request
 
     seen: list[tuple[int, int]] = []
 

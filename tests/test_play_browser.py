@@ -41,7 +41,7 @@ from conftest import (
 )
 from test_names import named
 
-from arena.record import verify_record
+from arena.model.record import verify_record
 from arena.rules import Decision
 from arena.rules.cards import format_card
 
@@ -238,9 +238,9 @@ def test_a_whole_game_in_the_browser(context: tuple[BrowserContext, Watch],
 def pages(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The play page and the replay page of a real game (with a markup-like name)."""
     from arena.bots import make_bot
-    from arena.human_web import play_page, replay_page
-    from arena.players import LocalPlayer
-    from arena.referee import play_game
+    from arena.human.web import play_page, replay_page
+    from arena.play.players import LocalPlayer
+    from arena.play.referee import play_game
     from arena.rules import new_game
 
     game = new_game("wizard", {"players": 3}, 8)

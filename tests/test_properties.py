@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.bots import make_bot
-from arena.record import RecordError, game_record, verify_record
+from arena.model.record import RecordError, game_record, verify_record
 from arena.rules import Decision, Game, IllegalAction, View, new_game
 
 W, J = 64, 65

@@ -16,9 +16,11 @@ import grpc
 import pytest
 from conftest import REPO
 
-from arena import _genproto, wire
+from arena import _genproto
+from arena.model import results
 from arena.rules import Decision, View, new_game
 from arena.v1 import bot_pb2, bot_pb2_grpc, game_pb2
+from arena.wire import serde as wire
 
 BUF_DIR = REPO / "tools" / "buf"
 
@@ -131,11 +133,11 @@ class RecordingBot(bot_pb2_grpc.BotServiceServicer):
     def __init__(self) -> None:
         self.rng = random.Random(3)
         self.views: list[View] = []
-        self.rounds: list[wire.RoundResult] = []
-        self.results: list[wire.GameResult] = []
+        self.rounds: list[results.RoundResult] = []
+        self.results: list[results.GameResult] = []
 
     def Hello(self, request: bot_pb2.HelloRequest, context: Any) -> bot_pb2.HelloResponse:
-        return wire.hello_response(wire.BotInfo(
+        return wire.hello_response(results.BotInfo(
             "recorder", "1.0", "tests", min(request.protocol_version, wire.PROTOCOL_VERSION),
             ("wizard", "trumps")))
 
@@ -186,7 +188,7 @@ def bot() -> Iterator[tuple[RecordingBot, bot_pb2_grpc.BotServiceStub]]:
 def test_a_whole_game_over_grpc(bot: tuple[RecordingBot, bot_pb2_grpc.BotServiceStub]) -> None:
     servicer, stub = bot
     info = wire.bot_info_from_response(stub.Hello(wire.hello_request("test"), timeout=5))
-    assert info == wire.BotInfo("recorder", "1.0", "tests", 1, ("wizard", "trumps"))
+    assert info == results.BotInfo("recorder", "1.0", "tests", 1, ("wizard", "trumps"))
     # Seed 0 turns a Wizard three times, so every kind of decision is asked.
     g = new_game("wizard", {"players": 3, "hook_rule": True}, 0)
     calls: dict[type, Any] = {bot_pb2.BidRequest: stub.Bid, bot_pb2.PlayRequest: stub.Play,
@@ -203,10 +205,10 @@ def test_a_whole_game_over_grpc(bot: tuple[RecordingBot, bot_pb2_grpc.BotService
         g.apply(action)
         if len(g.log) > finished or g.to_move is None:
             for seat in range(g.players):
-                result = wire.round_result(g, finished, seat, "game-1", "table-1")
+                result = results.round_result(g, finished, seat, "game-1", "table-1")
                 stub.RoundEnded(wire.round_ended_request(result), timeout=5)
     for seat in range(g.players):
-        result = wire.game_result(g, seat, "game-1", "table-1")
+        result = results.game_result(g, seat, "game-1", "table-1")
         stub.GameEnded(wire.game_ended_request(result), timeout=5)
     assert decisions == {Decision.BID, Decision.TRUMP, Decision.PLAY}
     assert len(servicer.views) == 3 * 20 + 3 * sum(range(1, 21)) + sum(

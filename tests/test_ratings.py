@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from arena.ratings import (
+from arena.stats.ratings import (
     ELO_PER_NAT,
     GameScores,
     Rating,

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.record import FORMAT, RecordError, game_record, verify_record
+from arena.model.record import FORMAT, RecordError, game_record, verify_record
 from arena.rules import Decision, new_game
 
 Record = dict[str, Any]
@@ -66,7 +66,7 @@ GOOD = [
 @pytest.mark.parametrize(("game", "options"), GOOD)
 def test_good_records_verify(game: str, options: dict[str, Any]) -> None:
     rec = fresh(game, **options)
-    assert rec["format"] == FORMAT == "trick-arena.record/1"
+    assert rec["format"] == FORMAT == "trick-arena.model.record/1"
     assert rec["game"] == game
     verify_record(rec)
 
@@ -253,8 +253,8 @@ def test_missing_and_extra_tricks_and_rounds_are_rejected() -> None:
 
 def test_header_errors_are_rejected() -> None:
     rec = fresh("trumps")
-    rec["format"] = "trick-arena.record/2"
-    rejects(rec, r"format 'trick-arena.record/2' is not 'trick-arena.record/1'")
+    rec["format"] = "trick-arena.model.record/2"
+    rejects(rec, r"format 'trick-arena.model.record/2' is not 'trick-arena.model.record/1'")
     rec = fresh("trumps")
     rec["game"] = "bridge"
     rejects(rec, r"unknown game 'bridge'")
@@ -410,7 +410,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
-    | st.sampled_from(["W", "J", "H7", "S14", "C", "X", "", "trick-arena.record/1"])
+    | st.sampled_from(["W", "J", "H7", "S14", "C", "X", "", "trick-arena.model.record/1"])
     | st.text(max_size=4),
     lambda inner: st.lists(inner, max_size=4)
     | st.dictionaries(st.sampled_from(["leader", "cards", "winner", "x"]), inner, max_size=3),

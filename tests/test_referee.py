@@ -15,11 +15,12 @@ import trio.testing
 from conftest import decisions_of, replay
 
 from arena.bots import make_bot
-from arena.players import LocalPlayer
-from arena.record import round_record, verify_record
-from arena.referee import (
+from arena.model.faults import Fault
+from arena.model.record import round_record, verify_record
+from arena.model.results import GameResult, RoundResult
+from arena.play.players import LocalPlayer
+from arena.play.referee import (
     GRACE_S,
-    Fault,
     GameReport,
     Player,
     TimeControl,
@@ -29,7 +30,6 @@ from arena.referee import (
 )
 from arena.rules import Decision, IllegalAction, View, new_game
 from arena.rules.cards import JESTER, WIZARD, parse_card
-from arena.wire import GameResult, RoundResult
 
 DEFAULT_CLOCK = TimeControl()
 Behaviour = Callable[[View, int], Any]

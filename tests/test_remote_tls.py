@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.botproc import BotSpec, is_loopback
-from arena.tournament.command import insecure_warnings
+from arena.cli.tournament import insecure_warnings
+from arena.model.spec import BotSpec, is_loopback
 from arena.tournament.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent

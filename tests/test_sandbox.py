@@ -17,19 +17,17 @@ import pytest
 import trio
 from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, Sandbox, bot_cmd, gone, run_trio
 
-from arena.botproc import BotProcess, BotSpec
 from arena.bots import make_bot
-from arena.players import BotConnection, LocalPlayer, RemotePlayer
-from arena.pool import BotPool
-from arena.referee import GameReport, TimeControl, play_game
+from arena.model.limits import Confinement, Limits
+from arena.model.spec import BotSpec
+from arena.play.players import LocalPlayer, RemotePlayer
+from arena.play.pool import BotPool
+from arena.play.referee import GameReport, TimeControl, play_game
+from arena.proc.bwrap import bwrap_args, sandbox_works
+from arena.proc.cgroup import limit_mechanism
+from arena.proc.connection import BotConnection
+from arena.proc.process import BotProcess
 from arena.rules import new_game
-from arena.sandbox import (
-    Confinement,
-    Limits,
-    bwrap_args,
-    limit_mechanism,
-    sandbox_works,
-)
 
 needs_sandbox = pytest.mark.skipif(
     sandbox_works() is not None and not os.environ.get("CI"),
@@ -270,7 +268,7 @@ def test_ending_a_bot_that_ignores_sigterm_does_not_block_the_loop(arena_sandbox
 
 def test_a_missing_program_is_one_line(arena_sandbox: Sandbox) -> None:
     conn = BotConnection("nobody", BotSpec.parse("cmd:/nonexistent/bot"), arena_sandbox.tmp / "l")
-    from arena.players import HandshakeError
+    from arena.proc.connection import HandshakeError
 
     with pytest.raises(HandshakeError) as error:
         run_trio(conn.open)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from arena.bots import make_bot
-from arena.leaderboard import build_leaderboard
-from arena.record import game_record
+from arena.model.record import game_record
+from arena.report.board import build_leaderboard
 from arena.rules import new_game
 from arena.tournament.schedule import ScheduledGame, schedule
 from arena.tournament.store import SCHEMA_VERSION, STORE_NAME, Store, StoreError

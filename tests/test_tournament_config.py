@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO, bot_cmd
 
 from arena.cli import main
-from arena.sandbox import Limits, usable_cores
+from arena.model.limits import Limits
+from arena.proc.cgroup import usable_cores
 from arena.tournament.config import ConfigError, load_config
 
 GOOD = """

@@ -13,11 +13,12 @@ from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena import wire
+from arena.model import results
 from arena.rules import Decision, Game, View, new_game, option_specs
 from arena.rules.cards import JESTER, WIZARD, make_card, standard_deck, wizard_deck
 from arena.v1 import bot_pb2, game_pb2
-from arena.wire import WireError
+from arena.wire import serde as wire
+from arena.wire.serde import WireError
 
 GAMES: list[tuple[str, dict[str, Any], int]] = [
     ("wizard", {"players": 3}, 1),
@@ -518,7 +519,7 @@ def test_hello_round_trips() -> None:
     req = over_wire(wire.hello_request("0.1.0"))
     assert (req.protocol_version, req.referee_version) == (wire.PROTOCOL_VERSION, "0.1.0")
     assert wire.PROTOCOL_VERSION == 1
-    info = wire.BotInfo("ada", "2.1", "A. L.", 1, ("wizard", "trumps"))
+    info = results.BotInfo("ada", "2.1", "A. L.", 1, ("wizard", "trumps"))
     assert wire.bot_info_from_response(over_wire(wire.hello_response(info))) == info
 
 
@@ -548,7 +549,7 @@ def test_round_and_game_ended_tell_every_result(
         assert entry.points is not None
         totals = [t + p for t, p in zip(totals, entry.points, strict=True)]
         for seat in range(g.players):
-            result = wire.round_result(g, entry.number, seat, "g9", "t3")
+            result = results.round_result(g, entry.number, seat, "g9", "t3")
             res = wire.round_result_from_request(over_wire(wire.round_ended_request(result)))
             assert res == result
             assert (res.game_id, res.table_id, res.game, res.seat, res.players) == (
@@ -561,29 +562,29 @@ def test_round_and_game_ended_tell_every_result(
             assert res.totals == tuple(totals)
     assert totals == list(g.totals)
     outcome = g.outcome()
-    result = wire.game_result(g, 1, "g9", "t3", forfeited=True, forfeit_reason="timed out")
+    result = results.game_result(g, 1, "g9", "t3", forfeited=True, forfeit_reason="timed out")
     res = wire.game_result_from_request(over_wire(wire.game_ended_request(result)))
     assert res == result
     assert (res.game, res.players, res.totals, res.places) == (
         game, g.players, outcome.totals, outcome.places)
     assert (res.seat, res.forfeited, res.forfeit_reason) == (1, True, "timed out")
-    plain = wire.game_ended_request(wire.game_result(g, 0, "g", "t"))
+    plain = wire.game_ended_request(results.game_result(g, 0, "g", "t"))
     assert not wire.game_result_from_request(plain).forfeited
 
 
 def test_round_ended_needs_a_finished_round() -> None:
     g = new_game("wizard", {}, 1)
     with pytest.raises(ValueError, match="round 1 of this game is not finished"):
-        wire.round_result(g, 1, 0, "g", "t")
+        results.round_result(g, 1, 0, "g", "t")
 
 
 def test_malformed_notifications_are_refused() -> None:
     g = finished("wizard", {"players": 3}, 2)
-    req = wire.round_ended_request(wire.round_result(g, 3, 0, "g", "t"))
+    req = wire.round_ended_request(results.round_result(g, 3, 0, "g", "t"))
     req.won.append(1)
     with pytest.raises(WireError, match="won has 4 entries for 3 players"):
         wire.round_result_from_request(req)
-    end = wire.game_ended_request(wire.game_result(g, 0, "g", "t"))
+    end = wire.game_ended_request(results.game_result(g, 0, "g", "t"))
     end.seat = 3
     with pytest.raises(WireError, match="seat 3 is not a seat"):
         wire.game_result_from_request(end)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
+from arena.model.spec import BUILTIN_BOTS
 from arena.rules import View
 
 
@@ -50,12 +51,13 @@ def _pimc(seed: int | str, name: str) -> Bot:
     return PimcBot(seed, name)
 
 
-BUILTIN_BOTS = {
+FACTORIES = {
     "random": lambda seed, name: RandomBot(seed, name),
     "heuristic": _heuristic,
     "pimc": _pimc,
 }
-"""Factories of the built-in bots by name: ``factory(seed, name) -> Bot``."""
+"""Factories of the built-in bots by name (:data:`arena.model.spec.BUILTIN_BOTS`, in that
+order): ``factory(seed, name) -> Bot``."""
 
 
 class UnknownBot(ValueError):
@@ -65,7 +67,7 @@ class UnknownBot(ValueError):
 def make_bot(name: str, seed: int | str = 0) -> Bot:
     """The built-in bot called ``name``, seeded with ``seed``."""
     try:
-        factory = BUILTIN_BOTS[name]
+        factory = FACTORIES[name]
     except KeyError:
         raise UnknownBot(
             f"unknown bot {name!r}; allowed: {', '.join(BUILTIN_BOTS)}") from None

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import trio
 
-from arena.match.schedule import Tally, bot_seed, match_schedule
-from arena.match.sprt import Sprt
-from arena.pool import BotPool
+from arena.match.schedule import Tally, match_schedule
+from arena.play.pool import BotPool
+from arena.stats.sprt import Sprt
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     job_of,
@@ -114,8 +114,9 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
                 # a game of built-in bots never waits: let the other workers and the
                 # signal handler run between games
                 await trio.lowlevel.checkpoint()
-                job = replace(job_of(config, seed, scheduled, seats),
-                              bot_seed=bot_seed(scheduled))
+                # both games of a pair share the deal and the tested seat, so their
+                # built-in bots are seeded alike (arena.play.seats.builtin_seed)
+                job = job_of(config, seed, scheduled, seats)
                 outcome = await play_stored(pools, job, scheduled, core, store)
                 state.played += 1
                 state.stored += 1

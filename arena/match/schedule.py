@@ -62,13 +62,6 @@ def match_schedule(seats: int, deals: int, match_seed: int) -> Iterator[Schedule
         yield from deal_games(d, seats, match_seed)
 
 
-def bot_seed(game: ScheduledGame) -> str:
-    """What the built-in bots of ``game`` are seeded with: the same for both games of a
-    game pair, so that the opponents (and the tested seat, for a built-in bot) draw the
-    same random numbers in both."""
-    return f"match/d{game.deal_no}/r{game.rotation}"
-
-
 def pair_score(candidate_total: int, baseline_total: int) -> float:
     """A game pair's score for the candidate: its total against the baseline's."""
     if candidate_total > baseline_total:
@@ -120,3 +113,11 @@ class Tally:
         self.pentanomial[int(2 * sum(points))] += 1
         self.counted += 1
         return True
+
+
+def planned_games(meta: Mapping[str, str]) -> Iterator[ScheduledGame] | None:
+    """The games of the match stored with ``meta`` (None for a store that is not a
+    match's): what ``arena verify`` checks a match's games against."""
+    if meta.get("format") != "match":
+        return None
+    return match_schedule(int(meta["seats"]), int(meta["deals"]), int(meta["seed"]))

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from arena import __version__
-from arena.files import safe_name
+from arena.model.files import safe_name
 from arena.rules.cards import card_symbol, parse_card
 
 NAV = (("index.html", "Leaderboard"), ("games.html", "Games"),
@@ -142,3 +142,15 @@ def table(head: Sequence[str], rows: Iterable[str], attrs: str = "",
     cap = f"<caption>{caption}</caption>" if caption else ""
     return (f"<table{attrs}>{cap}<thead><tr>{ths}</tr></thead>\n<tbody>\n"
             + "\n".join(rows) + "\n</tbody></table>")
+
+
+def num_cell(value: Any, text: str | None = None, extra: str = "") -> str:
+    """A table cell holding a number: shown as ``text`` (default: the value as JSON), sorted
+    by the value."""
+    shown = json_text(value) if text is None else text
+    return f'<td class="num"{data_value(value)}{extra}>{shown}</td>'
+
+
+def name_cell(name: str) -> str:
+    """A row's header cell naming a bot (escaped)."""
+    return f'<th scope="row" data-bot="{esc(name)}">{esc(name)}</th>'

@@ -1,7 +1,7 @@
 """``arena verify DIR``: re-check a tournament store, record by record and link by link.
 
 Every finished game is re-played by the rules (:func:`arena.record.verify_record`), the
-results chain is walked from the genesis to the head in ``meta`` (:mod:`arena.chain`), and
+results chain is walked from the genesis to the head in ``meta`` (:mod:`arena.model.chain`), and
 what the leaderboard reads beside the records (the games table's seats, seed and schedule
 position, and the ``results``, ``faults`` and ``latencies`` rows) is checked against the
 chained records. The first discrepancy raises :class:`AuditError` naming the game.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from arena.chain import ChainError, Link, check_chain, genesis
-from arena.record import RecordError, verify_record
+from arena.model.chain import ChainError, Link, check_chain, genesis
+from arena.model.record import RecordError, verify_record
 from arena.tournament.schedule import ScheduledGame, schedule
 from arena.tournament.store import Store, StoredGame
 
@@ -24,9 +24,17 @@ class AuditError(ValueError):
     """The store does not hold; the message names the first game (or key) at fault."""
 
 
-def verify_store(store: Store, head: str | None = None) -> tuple[int, str | None]:
+Planner = Callable[[Mapping[str, str]], Iterable[ScheduledGame] | None]
+"""The schedule a store's games were played from, made from its metadata (None when the
+metadata is not of that kind): the layer above gives :func:`verify_store` those of the
+other kinds of run (a match's)."""
+
+
+def verify_store(store: Store, head: str | None = None,
+                 planners: Sequence[Planner] = ()) -> tuple[int, str | None]:
     """Check every finished game of ``store``; returns (games, chain head), the head None
-    for a store written before the chain. ``head``: the published head it must end at."""
+    for a store written before the chain. ``head``: the published head it must end at;
+    ``planners`` are tried before the tournament's own schedule."""
     meta = store.meta()
     commitment = meta.get("seed_commitment", "")
     seed = meta.get("seed")
@@ -52,7 +60,7 @@ def verify_store(store: Store, head: str | None = None) -> tuple[int, str | None
             raise AuditError(f"head mismatch: the chain head is {end}, not {head}")
     elif head is not None:
         raise AuditError("head mismatch: the store holds no chain (written before it)")
-    planned = _schedule(meta)
+    planned = _schedule(meta, planners)
     for game in games:
         where = f"game {game.id}"
         _check_game(store, game, planned, where)
@@ -64,14 +72,15 @@ def verify_store(store: Store, head: str | None = None) -> tuple[int, str | None
     return len(games), end
 
 
-def _schedule(meta: Mapping[str, str]) -> dict[str, ScheduledGame] | None:
-    """The tournament's schedule by game id, from the store's metadata (None if it
-    lacks what makes it)."""
+def _schedule(meta: Mapping[str, str],
+              planners: Sequence[Planner]) -> dict[str, ScheduledGame] | None:
+    """The schedule by game id, from the store's metadata (None if it lacks what makes
+    it)."""
     try:
-        if meta.get("format") == "match":  # arena match: its own schedule
-            from arena.match.schedule import match_schedule
-            return {g.id: g for g in match_schedule(int(meta["seats"]), int(meta["deals"]),
-                                                    int(meta["seed"]))}
+        for planner in planners:
+            made = planner(meta)
+            if made is not None:
+                return {g.id: g for g in made}
         games = schedule(meta["format"], json.loads(meta["bots"]), int(meta["seats"]),
                          int(meta["deals"]), int(meta["seed"]),
                          json.loads(meta.get("candidates") or "[]"))

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena.botproc import BotSpec, BotSpecError, Remote, command_args
-from arena.errors import nested_deeper_than, one_line, show
-from arena.names import NameError_, check_name
+from arena.model.errors import nested_deeper_than, one_line, show
+from arena.model.limits import LIMIT_KEYS, Confinement, Limits
+from arena.model.names import NameError_, check_name
+from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
+from arena.proc.cgroup import usable_cores
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
-from arena.sandbox import LIMIT_KEYS, Confinement, Limits, usable_cores
 from arena.tournament.schedule import FORMATS, game_count
 
 

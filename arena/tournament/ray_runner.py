@@ -22,9 +22,10 @@ from typing import Any
 
 import trio
 
-from arena.errors import one_line
-from arena.game import hello_blocking, run_game_kept
-from arena.job import GameJob, GameOutcome, SeatJob
+from arena.model.errors import one_line
+from arena.model.job import GameJob, GameOutcome, SeatJob
+from arena.play.game import hello_blocking
+from arena.play.pool import run_game_kept
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     RunSummary,

@@ -20,20 +20,12 @@ from typing import Protocol
 import trio
 
 from arena import __version__
-from arena.botproc import command_args
-from arena.chain import CHAIN_KEY
-from arena.files import atomic_writer
-from arena.game import builtin_player, run_game
-from arena.job import GameJob, GameOutcome, SeatJob
-from arena.players import (
-    BotConnection,
-    HandshakeError,
-    RemotePlayer,
-    UnreachablePlayer,
-)
-from arena.pool import BotPool
-from arena.referee import Player
-from arena.sandbox import bot_folders
+from arena.model.job import GameJob, GameOutcome, SeatJob
+from arena.model.spec import command_args
+from arena.play.game import run_game
+from arena.play.pool import BotPool, leased_players
+from arena.proc.bwrap import bot_folders
+from arena.proc.connection import HandshakeError
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
@@ -281,48 +273,13 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
     return False
 
 
-async def seat_all(pools: dict[str, BotPool], job: GameJob,
-                    scheduled: ScheduledGame, core: int | None,
-                    leased: list[tuple[BotPool, BotConnection]]) -> list[Player]:
-    """The players of a game by seat; the connections leased are added to ``leased`` (to
-    be released whatever happens). The processes start side by side."""
-    seated: list[Player | None] = [None] * len(scheduled.bots)
-
-    async def seat_one(seat: int, name: str) -> None:
-        pool = pools[name]
-        try:
-            conn = await pool.lease(scheduled.deal_seed, core)
-        except HandshakeError as e:
-            seated[seat] = UnreachablePlayer(name, f"cannot start a process for this "
-                                                   f"game: {e}")
-            return
-        leased.append((pool, conn))
-        if conn is not pool.shared:
-            conn.pin(core)
-        seated[seat] = RemotePlayer(conn, name)
-
-    async with trio.open_nursery() as nursery:
-        for seat, name in enumerate(scheduled.bots):
-            if name in pools:
-                nursery.start_soon(seat_one, seat, name)
-            else:
-                seated[seat] = builtin_player(job, seat)
-    return [player for player in seated if player is not None]
-
-
 async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: ScheduledGame,
                       core: int | None, store: Store) -> GameOutcome:
     """Play ``scheduled`` with processes leased from ``pools`` (returned whatever happens)
     and store it: started, then finished with its record, latencies and CPU time."""
-    leased: list[tuple[BotPool, BotConnection]] = []
-    try:
-        players = await seat_all(pools, job, scheduled, core, leased)
+    async with leased_players(pools, job, core) as players:
         store.game_started(scheduled)
         outcome = await run_game(job, players)
-    finally:
-        with trio.CancelScope(shield=True):
-            for pool, conn in leased:
-                await pool.release(conn)
     store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
     return outcome
 
@@ -354,18 +311,3 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
     async with trio.open_nursery() as nursery:
         for slot in range(min(config.concurrency, max(1, len(pending)))):
             nursery.start_soon(worker, slot)
-
-
-def export_records(store: Store, path: Path) -> int:
-    """Write every finished game's record as JSON lines, in results-chain order, each with
-    its link under ``"chain"`` (a game from before the chain has none); returns how many."""
-    count = 0
-    with atomic_writer(path) as out:
-        for game in store.iter_games(chain_order=True):
-            line = dict(game.record)
-            if game.chain is not None:
-                line[CHAIN_KEY] = {"seq": game.chain_seq, "prev": game.chain_prev,
-                                   "hash": game.chain}
-            out.write(json.dumps(line, separators=(",", ":")) + "\n")
-            count += 1
-    return count

@@ -7,7 +7,7 @@ decision. A game is written in one transaction when it finishes, so a kill -9 at
 moment loses at most the games in flight and never leaves the store inconsistent. Games
 marked ``running`` when a run stopped are played again from the start by the next run.
 
-Each finished game's record is linked into the results chain (:mod:`arena.chain`) in the
+Each finished game's record is linked into the results chain (:mod:`arena.model.chain`) in the
 order the games are written: ``games.chain_seq``, ``chain_prev`` and ``chain``, with the
 head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all in the
 game's transaction.
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from arena import chain
-from arena.errors import one_line, show
+from arena.model import chain
+from arena.model.errors import one_line, show
 from arena.rules.cards import CardError, parse_card
 from arena.tournament.schedule import ScheduledGame
 

@@ -1,0 +1,179 @@
+"""The ``arena`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from arena import __version__
+from arena.cli.checkbot import add_parser as add_check_bot_parser
+from arena.cli.checkbot import cmd_check_bot
+from arena.cli.common import (
+    UsageError,
+    _open_store,
+    _Parser,
+    add_clock_flags,
+    add_remote_flags,
+    add_sandbox_flags,
+)
+from arena.cli.match import add_parser as add_match_parser
+from arena.cli.play import cmd_play
+from arena.cli.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
+from arena.cli.records import cmd_export, cmd_verify
+from arena.model.errors import one_line
+from arena.model.spec import BUILTIN_BOTS
+from arena.rules import GAMES
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="arena", description="A bot-tournament arena for trick-taking games.")
+    parser.add_argument("--version", action="version", version=f"trick-arena {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    play = sub.add_parser(
+        "play", help="play one game and print it",
+        description="Play one game and print it. A seat given as 'human' is played by you: "
+                    "in the terminal, or with --web in the browser (docs/playing.md).")
+    play.add_argument("--game", required=True, help=f"one of: {', '.join(GAMES)}")
+    play.add_argument("--players", type=int, help="number of players (the game's default)")
+    play.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                      help="a game option, e.g. hook_rule=true, trump=H (repeatable)")
+    play.add_argument("--seed", type=int, help="the deal seed (default: random, printed)")
+    play.add_argument("--bots", help="comma-separated bot spec per seat: "
+                      f"{', '.join(BUILTIN_BOTS)}, cmd:COMMAND, grpc://HOST:PORT, "
+                      "grpcs://HOST:PORT or unix:PATH, or human (you play that seat) "
+                      "(default: heuristic and random alternating)")
+    play.add_argument("--human-ms", type=int, metavar="MS",
+                      help="time per decision of the human seat (default: no limit)")
+    play.add_argument("--web", action="store_true",
+                      help="play the human seat in the browser: serve a page on 127.0.0.1 "
+                      "and print its URL; after the game it stays up until Ctrl-C")
+    play.add_argument("--port", type=int, default=0, metavar="N",
+                      help="the port for --web (default 0: a free one)")
+    play.add_argument("--record", type=Path, metavar="FILE", help="write the game record here")
+    play.add_argument("--quiet", action="store_true", help="print only the final standings")
+    add_clock_flags(play)
+    play.add_argument("--log-dir", type=Path, metavar="DIR",
+                      help="where bot processes' stderr goes (default: a temporary folder)")
+    add_sandbox_flags(play)
+    add_remote_flags(play)
+
+    tour = sub.add_parser("tournament", help="run (or resume) a tournament from a file")
+    tour.add_argument("file", type=Path, metavar="FILE", help="a tournament file (TOML)")
+    tour.add_argument("--out", type=Path, metavar="DIR",
+                      help="the output folder (default: the file's 'output')")
+    tour.add_argument("--fresh", action="store_true",
+                      help="start afresh, deleting the stored games of an earlier run")
+    tour.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                      help="play the games on a Ray cluster (default address: RAY_ADDRESS, "
+                           "else a local Ray instance); see docs/scaling.md")
+    tour.add_argument("--resamples", type=int, default=1000, metavar="N",
+                      help="bootstrap resamples for the rating intervals (default 1000)")
+
+    board = sub.add_parser("leaderboard", help="print a tournament's leaderboard")
+    board.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+    board.add_argument("--format", choices=("table", "md", "csv", "json"), default="table")
+    board.add_argument("--resamples", type=int, default=1000, metavar="N",
+                       help="bootstrap resamples for the rating intervals (default 1000)")
+
+    export = sub.add_parser("export", help="write every finished game's record as JSON lines")
+    export.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+    export.add_argument("--out", type=Path, metavar="FILE",
+                        help="where to write (default: DIR/games.jsonl)")
+
+    verify = sub.add_parser("verify", help="re-check game records with the rules engine, "
+                            "and a tournament's results chain")
+    verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                        help="a record (JSON), records (JSON lines, e.g. an export) or a "
+                             "tournament's output folder")
+    verify.add_argument("--head", metavar="HEX", help="the published chain head: fail "
+                        "unless the chain ends there")
+    add_check_bot_parser(sub)
+    add_match_parser(sub)
+    add_publish_parser(sub)
+    add_serve_parser(sub)
+    return parser
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    from arena.cli.tournament import run_command
+    from arena.tournament.store import StoreError
+
+    try:
+        return run_command(args)
+    except StoreError as e:  # a store damaged while it was read on resume
+        raise UsageError(str(e)) from None
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from arena.cli.tournament import leaderboard_command
+    from arena.tournament.store import StoreError
+
+    with _open_store(args.folder) as store:
+        try:
+            return leaderboard_command(store, args.folder, args.format, args.resamples)
+        except StoreError as e:
+            raise UsageError(str(e)) from None
+        except OSError as e:
+            raise UsageError(f"{args.folder}: cannot write the leaderboard: "
+                             f"{e.strerror or e}") from None
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from arena.cli.match import MatchError
+    from arena.cli.match import cmd_match as run_match_command
+
+    try:
+        return run_match_command(args)
+    except MatchError as e:
+        raise UsageError(f"arena match: {e}") from None
+
+
+COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
+            "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
+            "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(one_line(str(e)), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("arena: interrupted", file=sys.stderr)
+        return 130
+    except BaseExceptionGroup as group:  # Ctrl-C while a trio nursery was open
+        if group.subgroup(KeyboardInterrupt) is None:
+            from arena.tournament.store import StoreError
+
+            stored = group.subgroup(StoreError)  # the store failed while games ran
+            if stored is not None and stored.exceptions and os.environ.get("ARENA_DEBUG") != "1":
+                first: BaseException = stored
+                while isinstance(first, BaseExceptionGroup):
+                    first = first.exceptions[0]
+                print(one_line(str(first)), file=sys.stderr)
+                return 2
+            return _internal_error(group)
+        print("arena: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug: one line, not a traceback (bad input has its own errors)
+        return _internal_error(e)
+
+
+def _internal_error(e: BaseException) -> int:
+    """The last resort for an unexpected exception: one line and exit 70, or the traceback
+    with ``ARENA_DEBUG=1``."""
+    if os.environ.get("ARENA_DEBUG") == "1":
+        raise e
+    print(f"arena: internal error: {type(e).__name__}: {one_line(str(e), 160)} (please "
+          f"report; ARENA_DEBUG=1 shows the traceback)", file=sys.stderr)
+    return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

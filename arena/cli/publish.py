@@ -1,0 +1,90 @@
+"""``arena publish`` and ``arena serve``: the command lines; the builder is imported only
+when a command runs, so that ``arena`` starts fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_publish_parser(subparsers: Any) -> None:
+    """Add ``publish`` to ``subparsers`` (the result of argparse's add_subparsers())."""
+    p = subparsers.add_parser(
+        "publish", help="write a tournament's static web site",
+        description="Write a self-contained static site for the tournament in DIR: the "
+                    "leaderboard with charts, a page per bot, the games with a replay of each, "
+                    "the tournament statement and the raw records. It works from file:// "
+                    "and from any static web host.")
+    p.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+    p.add_argument("--out", type=Path, metavar="SITE", required=True,
+                   help="the site folder (created; an earlier site there is replaced)")
+    p.add_argument("--resamples", type=int, metavar="N",
+                   help="bootstrap resamples for the rating intervals (default: as for the "
+                   "tournament's leaderboard, else 1000)")
+
+
+def add_serve_parser(subparsers: Any) -> None:
+    """Add ``serve`` to ``subparsers``."""
+    p = subparsers.add_parser(
+        "serve", help="serve a published site on 127.0.0.1 for a quick look",
+        description="Serve the site folder on 127.0.0.1 (this machine only) until Ctrl-C.")
+    p.add_argument("site", type=Path, metavar="SITE", help="a folder written by arena publish")
+    p.add_argument("--port", type=int, default=8000, metavar="N",
+                   help="the port (default 8000; 0 picks a free one)")
+
+
+def _usage(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 2
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    """Run ``arena publish``: 0 when the site is written, 2 for a usage mistake."""
+    from arena.publish.build import PublishError, publish
+    from arena.tournament.store import Store, StoreError
+
+    folder: Path = args.folder
+    if not folder.is_dir() or not Store.exists(folder):
+        return _usage(f"{folder}: no tournament here")
+    if args.resamples is not None and args.resamples < 1:
+        return _usage("arena publish: --resamples must be positive")
+    start = time.perf_counter()
+    try:
+        summary = publish(folder, args.out, resamples=args.resamples)
+    except (PublishError, StoreError) as e:
+        return _usage(str(e))
+    except OSError as e:
+        print(f"arena publish: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - start
+    print(f"published {summary.games} games and {summary.bots} bots to {summary.site} "
+          f"({summary.size / 1e6:.1f} MB, {seconds:.1f} s); open "
+          f"{summary.site / 'index.html'} or run: arena serve {args.out}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run ``arena serve``: serves until Ctrl-C or SIGTERM (exit 0); 2 for a usage mistake,
+    1 when the port cannot be used."""
+    from arena.publish.serve import HOST, serve
+
+    site: Path = args.site
+    if not (site / "index.html").is_file():
+        return _usage(f"{site}: no site here (no index.html); make one with arena publish")
+    if not 0 <= args.port <= 65535:
+        return _usage("arena serve: --port must be 0..65535")
+
+    def ready(url: str) -> None:
+        print(f"serving {site} at {url} (Ctrl-C to stop)", flush=True)
+
+    try:
+        serve(site, args.port, ready)
+    except OSError as e:
+        print(f"arena serve: cannot listen on {HOST}:{args.port}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
+    print("stopped", flush=True)
+    return 0

@@ -1,0 +1,147 @@
+"""``arena verify`` (records, exports, stores: by the rules and the results chain) and
+``arena export``."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from arena.cli.common import UsageError, _open_store
+from arena.model.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
+from arena.model.errors import one_line
+from arena.model.record import (
+    MAX_RECORD_BYTES,
+    RecordError,
+    parse_record,
+    verify_record,
+)
+
+
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    """The records in a file: one JSON document, or JSON lines; yields (where, record),
+    or (where, RecordError) for input that is not a record (see :func:`parse_record`)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(MAX_RECORD_BYTES + 1)
+            if len(head) <= MAX_RECORD_BYTES:  # the whole file may be one record
+                try:
+                    whole = parse_record(head)
+                except RecordError:
+                    pass
+                else:
+                    yield str(path), whole
+                    return
+            f.seek(0)
+            number = 0
+            while line := f.readline(MAX_RECORD_BYTES + 1):
+                number += 1
+                if len(line) > MAX_RECORD_BYTES:
+                    yield f"{path}:{number}", RecordError(
+                        f"a line longer than {MAX_RECORD_BYTES} bytes")
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    yield f"{path}:{number}", parse_record(line)
+                except RecordError as e:
+                    yield f"{path}:{number}", e
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    head = args.head.lower() if args.head else None
+    if head is not None and not is_hex_digest(head):
+        raise UsageError(f"arena verify: --head {args.head!r} is not a SHA-256 hex digest")
+    for path in args.files:
+        if path.is_dir():
+            if _verify_folder(path, head) != 0:
+                return 1
+            continue
+        count = 0
+        links: list[Link] = []
+        for where, record in _records(path):
+            try:
+                if isinstance(record, RecordError):
+                    raise record
+                verify_record(record)
+            except RecordError as e:
+                print(one_line(f"{where}: {e}"), file=sys.stderr)
+                return 1
+            count += 1
+            links.append(_link(record, where[len(str(path)):]))
+        ok = f"{path}: ok ({count} record{'s' if count != 1 else ''})"
+        if any(lk.hash is not None for lk in links):
+            try:
+                end = check_chain(links, None, head)
+            except ChainError as e:
+                print(f"{path}: {e}", file=sys.stderr)
+                return 1
+            print(f"{ok}, chain head {end}")
+        elif head is not None:
+            print(f"{path}: head mismatch: the records carry no chain", file=sys.stderr)
+            return 1
+        else:
+            print(f"{ok}, no chain")
+    return 0
+
+
+def _link(record: Any, where: str) -> Link:
+    """An exported record as a link of the chain (its ``chain`` key taken off)."""
+    body = dict(record)
+    link = body.pop(CHAIN_KEY, None)
+    game_id = str(body.get("game_id", "?"))
+    at = f" at line {where[1:]}" if where.startswith(":") else ""
+    if not isinstance(link, dict):
+        return Link(game_id, None, None, None, body, at)
+    seq = link.get("seq")
+    prev, digest = link.get("prev"), link.get("hash")
+    return Link(game_id, seq if isinstance(seq, int) and not isinstance(seq, bool) else -1,
+                prev if isinstance(prev, str) else "", digest if isinstance(digest, str)
+                else "", body, at)
+
+
+def _verify_folder(folder: Path, head: str | None) -> int:
+    """``arena verify DIR``: the tournament store, read only."""
+    from arena.match.schedule import planned_games
+    from arena.tournament.audit import AuditError, verify_store
+    from arena.tournament.store import Store, StoreError
+
+    if not Store.exists(folder):
+        raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
+    try:
+        with Store.open_readonly(folder) as store:
+            count, end = verify_store(store, head, [planned_games])
+    except StoreError as e:  # a store cut short or overwritten does not hold either
+        print(str(e), file=sys.stderr)
+        return 1
+    except AuditError as e:
+        print(f"{folder}: {e}", file=sys.stderr)
+        return 1
+    except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as e:
+        print(f"{folder}: the store cannot be read: {type(e).__name__}: {e}"[:300],
+              file=sys.stderr)
+        return 1
+    chain = f"chain head {end}" if end is not None else "no chain"
+    print(f"{folder}: ok ({count} game{'s' if count != 1 else ''}), {chain}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from arena.tournament.export import export_records
+    from arena.tournament.store import StoreError
+
+    out = args.out or args.folder / "games.jsonl"
+    with _open_store(args.folder) as store:
+        try:
+            count = export_records(store, out)
+        except OSError as e:
+            raise UsageError(f"cannot write {out}: {e.strerror}") from None
+        except StoreError as e:  # the export is written whole or not at all
+            raise UsageError(str(e)) from None
+    print(f"{count} records written to {out}")
+    return 0

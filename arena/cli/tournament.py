@@ -1,0 +1,267 @@
+"""``arena tournament`` and ``arena leaderboard``: the terminal side of a tournament."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from arena.model.files import MARKER, FolderError, claim_folder
+from arena.proc.bwrap import sandbox_works
+from arena.proc.cgroup import limit_mechanism, usable_cores
+from arena.proc.reaper import start_cleanup
+from arena.report.board import build_leaderboard
+from arena.report.format import for_terminal
+from arena.report.text import (
+    FILES,
+    print_table,
+    render_csv,
+    render_json,
+    render_markdown,
+    write_leaderboard,
+)
+from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.tournament.runner import RunSummary, TournamentError, prepare, run
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store, StoreError
+
+
+def insecure_warnings(config: TournamentConfig) -> list[str]:
+    """A warning per bot reached by plain grpc:// beyond loopback (``insecure = true``)."""
+    return [f"warning: bot {bot.name}: {bot.spec} without TLS (insecure = true): its moves "
+            f"and token travel unencrypted; marked (insecure) on the leaderboard"
+            for bot in config.bots if bot.spec.plain_remote]
+
+
+def run_command(args: argparse.Namespace) -> int:
+    err = Console(stderr=True, highlight=False)
+    out = Console(highlight=False)
+    try:
+        config = load_config(args.file, args.out)
+    except ConfigError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    use_ray = getattr(args, "ray", None) is not None or config.engine == "ray"
+    address = getattr(args, "ray", None) or config.address
+    if use_ray:
+        from arena.tournament.ray_runner import import_ray
+        try:
+            import_ray()
+        except TournamentError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+    for name, reason in config.skipped:
+        err.print(f"note: bot {for_terminal(name)} left out: {for_terminal(reason)}")
+    for line in insecure_warnings(config):
+        err.print(line, markup=False)
+    confined = [b for b in config.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
+    if confined:
+        why = sandbox_works()
+        if why is not None:
+            print(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: {why}",
+                  file=sys.stderr)
+            return 2
+    try:
+        claim_folder(config.output, "tournament",
+                     f"choose another output in {config.path} or --out", Store.is_store)
+    except FolderError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    if args.fresh:
+        try:
+            left = remove_made_files(config.output)
+        except OSError as e:
+            print(f"{config.output}: --fresh cannot remove {e.filename}: {e.strerror}",
+                  file=sys.stderr)
+            return 2
+        if left:
+            names = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5
+                                           else "")
+            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
+                      f"{config.output}: {names}", soft_wrap=True, markup=False)
+    try:
+        store = Store.open(config.output)
+        # the store holds the seed: readable by its owner only (and never in a sandbox)
+        os.chmod(config.output, 0o700)
+        for suffix in ("", "-wal", "-shm"):
+            path = config.output / f"tournament.sqlite{suffix}"
+            if path.exists():
+                os.chmod(path, 0o600)
+    except StoreError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    with store:
+        try:
+            seed, commitment = prepare(config, store)
+        except TournamentError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        out.print(f"[bold]{for_terminal(config.name)}[/]: {config.game}, {config.seats} seats, "
+                  f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
+        _print_confinement(config, err)
+        if use_ray:
+            err.print(f"engine: ray ({address or 'RAY_ADDRESS, else a local Ray instance'}): "
+                      f"one game per CPU of the cluster; concurrency does not apply",
+                      soft_wrap=True, markup=False)
+        out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
+        print(commitment, flush=True)
+        progress = Progress(
+            TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+            TimeRemainingColumn(), TextColumn("faults {task.fields[faults]}"),
+            console=err, disable=not err.is_terminal, transient=False)
+        task: list[TaskID] = []
+        state = {"faults": store.count_faults(), "last": 0}
+
+        def started(total: int, done: int) -> None:
+            if done:
+                out.print(f"resuming: {done} of {total} games already played")
+            task.append(progress.add_task("games", total=total, completed=done,
+                                          faults=state["faults"], rate=""))
+            progress.start()
+
+        def finished(game: ScheduledGame, faults: int) -> None:
+            state["faults"] += faults
+            t = task[0]
+            progress.update(t, advance=1, faults=state["faults"])
+            info = progress.tasks[t]
+            speed = info.speed
+            if speed:
+                progress.update(t, rate=f"{speed:.2f}/s")
+            if not err.is_terminal and info.total:
+                tenth = int(10 * info.completed / info.total)
+                if tenth > state["last"]:
+                    state["last"] = tenth
+                    print(f"games {int(info.completed)}/{int(info.total)}, "
+                          f"faults {state['faults']}", file=sys.stderr, flush=True)
+
+        try:
+            summary = _run(config, store, seed, started, finished, use_ray, address)
+        except TournamentError as e:
+            progress.stop()
+            print(str(e), file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            progress.stop()
+            summary = None
+        progress.stop()
+        if summary is None or summary.interrupted:
+            done = store.count_done()
+            print(f"stopped: {done} games kept, games in flight discarded, every bot "
+                  f"ended; resume with: arena tournament {config.path}"
+                  + (f" --out {config.output}" if args.out else ""), file=sys.stderr)
+            return 130
+        out.print(f"played {summary.played} games in {summary.seconds:.1f} s "
+                  f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "
+                  f"{summary.faults} faults; {summary.done_before + summary.played} of "
+                  f"{summary.total} games done"
+                  + (f"; {summary.retries} game(s) played again after a cluster failure "
+                     f"(not a bot's fault)" if use_ray else ""))
+        return leaderboard_command(store, config.output, "table", args.resamples)
+
+
+def _run(config: TournamentConfig, store: Store, seed: int,
+         started: Callable[[int, int], None], finished: Callable[[ScheduledGame, int], None],
+         use_ray: bool, address: str) -> RunSummary:
+    if not use_ray:
+        start_cleanup()
+        return trio.run(run, config, store, seed, started, finished)
+    from arena.tournament.ray_runner import run_ray
+    return trio.run(run_ray, config, store, seed, address, started, finished)
+
+
+_MADE = re.compile(r"(tournament\.sqlite(-wal|-shm)?|games\.jsonl"
+                   r"|\.(leaderboard\.(md|csv|json)|games\.jsonl)\..+\.tmp)")
+"""The files of an output folder the arena makes, besides the leaderboard's and logs."""
+
+
+_LOG = re.compile(r"[A-Za-z0-9._-]+\.log")
+"""A bot log's name (see :class:`arena.proc.logs.LogFolder`)."""
+
+
+def remove_made_files(folder: Path) -> list[str]:
+    """Remove what the arena made in ``folder`` (for ``--fresh``): the store, the
+    leaderboard files, ``games.jsonl``, the bot logs (and ``logs`` once empty). Other
+    files and symlinks are left; their names (relative to ``folder``), sorted."""
+    left: list[str] = []
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
+        if entry.is_symlink():
+            if name != MARKER:
+                left.append(name)
+        elif name == "logs" and entry.is_dir():
+            for log in sorted(entry.iterdir()):
+                if _LOG.fullmatch(log.name) and log.is_file() and not log.is_symlink():
+                    log.unlink()
+                else:
+                    left.append(f"logs/{log.name}")
+            if not any(entry.iterdir()):
+                entry.rmdir()
+        elif entry.is_file() and (name in FILES or _MADE.fullmatch(name)):
+            entry.unlink()
+        elif name != MARKER:
+            left.append(name)
+    return left
+
+
+def _print_confinement(config: TournamentConfig, err: Console) -> None:
+    """Say at the start how the bots are confined, and what is not as it should be."""
+    cores = usable_cores()
+    isolation = {"deal": "a process per bot plays one game at a time and never sees a "
+                         "deal twice",
+                 "game": "a fresh process per bot and game",
+                 "shared": "one process per bot serves every game, several at once: "
+                           "for trusted bots only"}[config.isolation]
+    err.print(f"isolation: {config.isolation} ({isolation}); {config.concurrency} game(s) at "
+              f"once on {cores} usable core(s)", soft_wrap=True, markup=False)
+    if config.concurrency_given and config.concurrency > cores:
+        err.print(f"warning: concurrency {config.concurrency} is more than the {cores} usable "
+                  f"core(s): bots that think for their whole time may time out",
+                  soft_wrap=True, markup=False)
+    external = [b for b in config.bots if b.spec.kind == "cmd"]
+    if not external:
+        return
+    mechanism = limit_mechanism()
+    err.print(mechanism.describe(config.limits), soft_wrap=True, markup=False)
+    for bot in external:
+        conf = bot.confinement
+        if not conf.sandbox:
+            err.print(f"warning: bot {bot.name} runs without a sandbox (sandbox = false): "
+                      f"it can read and change everything the arena can", soft_wrap=True,
+                      markup=False)
+        if conf.limits != config.limits:
+            err.print(f"bot {bot.name}: {conf.limits.describe()}", soft_wrap=True,
+                      markup=False)
+
+
+def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:
+    board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
+                              resamples=resamples)  # first: a store it cannot read is not written
+    store.set_meta({"resamples": str(resamples)})  # arena publish builds the same board
+    written = write_leaderboard(folder, board)
+    if fmt == "table":
+        console = Console(highlight=False)
+        print_table(board, console)
+        console.print("written: " + ", ".join(str(p) for p in written), markup=False)
+    elif fmt == "md":
+        sys.stdout.write(render_markdown(board))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(board))
+    else:
+        sys.stdout.write(render_json(board))
+    return 0

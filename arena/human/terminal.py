@@ -1,0 +1,252 @@
+"""A seat played by a person: answers typed in the terminal (``arena play --bots human,...``).
+
+The person sees what a bot sees, the seat's :class:`~arena.rules.View`, and answers in
+words: a card by its short name as in records (``H7``, ``S12``, ``W``, ``J``; faces may
+also be written ``HQ``, ``SK``, ``CA``, ``DJ``) or by its number in the hand, a bid by
+its number, a trump suit by its letter or name. An illegal answer is refused with the
+reason the rules give (:func:`arena.rules.reasons.illegal_reason`) and asked again. The
+browser seat (:mod:`arena.human.web`) takes the same answers. There is no time limit
+unless one is given (``move_ms``); end of input abandons the game
+(:class:`~arena.referee.Abandon`). See ``docs/playing.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TextIO
+
+import trio
+
+from arena.model.names import clean
+from arena.model.results import GameResult, RoundResult
+from arena.play.referee import Abandon
+from arena.rules import Decision, View
+from arena.rules.cards import (
+    SUIT_LETTERS,
+    SUIT_NAMES,
+    SUIT_SYMBOLS,
+    Card,
+    CardError,
+    card_symbol,
+    format_card,
+    parse_card,
+)
+from arena.rules.reasons import illegal_reason
+
+HUMAN = "human"
+"""The ``--bots`` spec of a seat played by a person."""
+
+
+_FACES = {"J": 11, "Q": 12, "K": 13, "A": 14}
+
+
+class AnswerError(ValueError):
+    """An answer refused: not understood, or illegal; the message says why, on one line."""
+
+
+def parse_answer(view: View, text: str) -> int:
+    """The action a person's answer ``text`` names for ``view``; raises :class:`AnswerError`
+    saying why when it names none or an illegal one."""
+    text = text.strip()
+    decision = view.decision
+    if decision is None:
+        raise AnswerError("it is not your turn")
+    if decision is Decision.BID:
+        word = "bid" if view.game == "wizard" else "announcement"
+        if not (text.isascii() and text.isdigit() and len(text) <= 3):
+            raise AnswerError(f"{clean(text)[:20]!r} is not a number: type your {word}, "
+                              f"0..{view.tricks_in_round}")
+        action = int(text)
+    elif decision is Decision.TRUMP:
+        upper = text.upper()
+        names = [n.upper() for n in SUIT_NAMES]
+        if len(upper) == 1 and upper in SUIT_LETTERS:
+            action = SUIT_LETTERS.index(upper)
+        elif upper in names:
+            action = names.index(upper)
+        else:
+            raise AnswerError(f"{clean(text)[:20]!r} is not a suit: type C, D, H or S")
+    else:
+        action = _card_answer(view, text)
+    reason = illegal_reason(view, action)
+    if reason is not None:
+        raise AnswerError(reason)
+    return action
+
+
+def _card_answer(view: View, text: str) -> Card:
+    hand = view.hand
+    if text.isascii() and text.isdigit() and len(text) <= 3:
+        number = int(text)
+        if not 1 <= number <= len(hand):
+            raise AnswerError(f"there is no card {number}: the hand has cards 1..{len(hand)}")
+        return hand[number - 1]
+    upper = text.upper()
+    if len(upper) == 2 and upper[0] in SUIT_LETTERS and upper[1] in _FACES:
+        upper = f"{upper[0]}{_FACES[upper[1]]}"
+    try:
+        return parse_card(upper)
+    except CardError:
+        raise AnswerError(f"{clean(text)[:20]!r} is not a card: type its name (e.g. H7, "
+                          f"S12, W, J) or its number in the hand") from None
+
+
+def card_label(card: Card) -> str:
+    """A card for the terminal: its symbol and its short name (``7♥ H7``, ``Wizard W``)."""
+    return f"{card_symbol(card)} {format_card(card)}"
+
+
+def trump_line(view: View) -> str:
+    """The trump in force and the turned card, in words."""
+    turned = "" if view.trump_card is None else f" (turned: {card_symbol(view.trump_card)})"
+    if view.trump is not None:
+        return f"trump {SUIT_SYMBOLS[view.trump]} {SUIT_NAMES[view.trump]}{turned}"
+    if view.decision is Decision.TRUMP:
+        return f"a Wizard was turned: you, the dealer, choose the trump{turned}"
+    return f"no trump{turned}"
+
+
+def view_lines(view: View, names: Sequence[str]) -> list[str]:
+    """What a person at ``view.seat`` is shown before a decision: round, trump, bids,
+    tricks won, scores, the last trick, the trick in progress and the hand."""
+    n = view.players
+
+    def who(seat: int) -> str:
+        return f"{seat}:{clean(names[seat]) if seat < len(names) else '?'}" + (
+            " (you)" if seat == view.seat else "")
+
+    def per_seat(values: Sequence[object]) -> str:
+        return ", ".join(f"{who(s)} {'-' if v is None else v}" for s, v in enumerate(values))
+
+    def trick_text(leader: int, cards: Sequence[Card]) -> str:
+        return ", ".join(f"{who((leader + i) % n)} {card_symbol(c)}" for i, c in enumerate(cards))
+
+    head = (f"Round {view.round} of {view.rounds}" if view.rounds > 1 else "The hand")
+    lines = ["", f"== {head}, trick {len(view.tricks) + 1} of {view.tricks_in_round} · "
+             f"dealer {who(view.dealer)} · {trump_line(view)}"]
+    if view.game == "trumps":
+        lines.append(f"   stock: {view.stock_size} cards")
+    if any(b is not None for b in view.bids) or view.decision is Decision.BID:
+        word = "bids" if view.game == "wizard" else "announced"
+        lines.append(f"   {word}: {per_seat(view.bids)}")
+    lines.append(f"   tricks won: {per_seat(view.won)}")
+    lines.append(f"   scores: {per_seat(view.scores)}")
+    if view.tricks:
+        last = view.tricks[-1]
+        lines.append(f"   last trick: {trick_text(last.leader, last.cards)} -> "
+                     f"{who(last.winner if last.winner is not None else 0)}")
+    if view.decision is Decision.PLAY:
+        lines.append(f"   trick: {trick_text(view.trick.leader, view.trick.cards)}"
+                     if view.trick.cards else "   trick: you lead")
+    hand = "  ".join(f"{i}) {card_label(c)}" for i, c in enumerate(view.hand, 1))
+    lines.append(f"   your hand: {hand or '-'}")
+    return lines
+
+
+def prompt(view: View) -> str:
+    """The question for the decision ``view`` faces."""
+    if view.decision is Decision.BID:
+        word = "bid" if view.game == "wizard" else "announcement"
+        return f"Your {word} (0..{view.tricks_in_round}): "
+    if view.decision is Decision.TRUMP:
+        return "Trump suit (C, D, H or S): "
+    playable = " ".join(format_card(c) for c in dict.fromkeys(view.legal))
+    return f"Your card (name or number; playable: {playable}): "
+
+
+class LineReader:
+    """Lines of a file descriptor (standard input) read by a daemon thread, for trio.
+
+    The thread reads the descriptor itself (``os.read``), not ``sys.stdin``, so that a
+    read still blocked when the program ends holds no lock of the interpreter's.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._receive: trio.MemoryReceiveChannel[str | None] | None = None
+
+    async def readline(self) -> str | None:
+        """The next line without its line break, or None at end of input."""
+        if self._receive is None:
+            send, self._receive = trio.open_memory_channel[str | None](math.inf)
+            token = trio.lowlevel.current_trio_token()
+            threading.Thread(target=self._pump, args=(send, token), daemon=True,
+                             name="human-input").start()
+        return await self._receive.receive()
+
+    def _pump(self, send: trio.MemorySendChannel[str | None],
+              token: trio.lowlevel.TrioToken) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self._fd, 4096)
+            except OSError:
+                chunk = b""
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            out: list[str | None] = [ln.decode("utf-8", "replace").rstrip("\r") for ln in lines]
+            if not chunk:
+                if pending:
+                    out.append(pending.decode("utf-8", "replace"))
+                out.append(None)
+            try:
+                for line in out:
+                    trio.from_thread.run_sync(send.send_nowait, line, trio_token=token)
+            except (trio.RunFinishedError, trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not chunk:
+                return
+
+
+class TerminalPlayer:
+    """A seat played by a person at the terminal: the state on ``out``, answers from
+    ``lines``. ``move_ms`` is the time per decision (None: no limit)."""
+
+    def __init__(self, name: str = HUMAN, move_ms: int | None = None,
+                 lines: LineReader | None = None, out: TextIO | None = None) -> None:
+        self.name = name
+        self.move_ms = move_ms
+        self.last_cpu_ms: float | None = None
+        self.names: list[str] = []
+        """The seats' names, for the display (set once every seat is filled)."""
+        self._lines = lines or LineReader()
+        self._out = out or sys.stdout
+
+    def set_names(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+
+    def _say(self, text: str, end: str = "\n") -> None:
+        self._out.write(text + end)
+        self._out.flush()
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        for line in view_lines(view, self.names or [self.name] * view.players):
+            self._say(line)
+        if deadline_ms:
+            self._say(f"   (you have {deadline_ms / 1000:g} s)")
+        try:
+            while True:
+                self._say(prompt(view), end="")
+                text = await self._lines.readline()
+                if text is None:
+                    self._say("")
+                    raise Abandon("the human seat's input ended")
+                try:
+                    return parse_answer(view, text)
+                except AnswerError as e:
+                    self._say(f"refused: {e}")
+        except trio.Cancelled:
+            self._say("\ntime is up: the referee plays for you")
+            raise
+
+    async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
+        return None
+
+    async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
+        return None

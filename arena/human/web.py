@@ -1,0 +1,455 @@
+"""A seat played by a person in the browser: ``arena play --bots human,... --web``.
+
+A small HTTP server on 127.0.0.1 (a thread; the referee runs in trio) serves one page
+under a random path (the token in the printed URL keeps other local pages out). The page
+gets the seat's state by server-sent events (``events``) and posts answers (``answer``:
+the same words the terminal takes, :func:`arena.human.parse_answer`); an illegal answer
+is refused with the rules' reason (``{"ok": false, "error": ...}``) and the game
+waits for another.
+
+The state sent is made from the seat's :class:`~arena.rules.View` and its round and game
+results only: never another seat's cards. Once the game is over, the record (every hand,
+as in any record) is served as ``record.json`` with a replay page. See
+``docs/playing.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+
+import trio
+
+from arena.human.terminal import HUMAN, AnswerError, parse_answer
+from arena.model.results import GameResult, RoundResult
+from arena.publish.markup import esc
+from arena.rules import Decision, Trick, View
+from arena.rules.cards import SUIT_LETTERS, format_card, format_suit
+from arena.rules.reasons import illegal_reason
+
+HOST = "127.0.0.1"
+
+
+KEEP_ALIVE_S = 15.0
+"""How often an idle event stream gets a comment line (so a dead connection shows)."""
+
+
+MAX_BODY = 4096
+
+
+ASSETS = {"site.css": "text/css; charset=utf-8", "play.css": "text/css; charset=utf-8",
+          "play.js": "text/javascript; charset=utf-8",
+          "replay.js": "text/javascript; charset=utf-8", "favicon.svg": "image/svg+xml"}
+
+
+def _trick(trick: Trick) -> dict[str, Any]:
+    return {"leader": trick.leader, "cards": [format_card(c) for c in trick.cards],
+            "winner": trick.winner}
+
+
+def answer_text(decision: Decision | None, action: int) -> str:
+    """An action as the answer a person gives for it: ``H7``, ``2``, ``H``."""
+    if decision is Decision.BID:
+        return str(action)
+    if decision is Decision.TRUMP:
+        return SUIT_LETTERS[action]
+    return format_card(action)
+
+
+def view_state(view: View) -> dict[str, Any]:
+    """The seat's view as JSON for the page: what it may see, and for each answer the page
+    offers (its hand's cards; the bids; the suits) the rules' reason when it is illegal."""
+    decision = view.decision
+    choices: list[int] = []
+    if decision is Decision.PLAY:
+        choices = list(dict.fromkeys(view.hand))
+    elif decision is Decision.BID:
+        choices = list(range(view.tricks_in_round + 1))
+    elif decision is Decision.TRUMP:
+        choices = [0, 1, 2, 3]
+    refused = {answer_text(decision, a): reason for a in choices
+               if (reason := illegal_reason(view, a)) is not None}
+    return {
+        "game": view.game, "seat": view.seat, "players": view.players,
+        "round": view.round, "rounds": view.rounds, "dealer": view.dealer,
+        "hand": [format_card(c) for c in view.hand],
+        "trump_card": None if view.trump_card is None else format_card(view.trump_card),
+        "trump": format_suit(view.trump), "bids": list(view.bids),
+        "trick": _trick(view.trick), "tricks": [_trick(t) for t in view.tricks],
+        "won": list(view.won), "scores": list(view.scores), "stock_size": view.stock_size,
+        "tricks_in_round": view.tricks_in_round,
+        "decision": None if decision is None else decision.value,
+        "legal": [answer_text(decision, a) for a in dict.fromkeys(view.legal)],
+        "refused": refused,
+    }
+
+
+class WebTable:
+    """The state shared by the page's requests (threads) and the seat's player (trio).
+
+    ``state`` is the JSON the page is sent; each change bumps ``version`` and wakes the
+    event streams.
+    """
+
+    def __init__(self, names: Sequence[str] = (), token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(12)
+        self._cond = threading.Condition()
+        self.version = 0
+        self.closed = False
+        self.state: dict[str, Any] = {"status": "wait", "names": list(names), "view": None,
+                                      "rounds": [], "result": None,
+                                      "message": "the game is starting"}
+        self._pending: View | None = None
+        self._asked = 0
+        self._deliver: Callable[[int, int], None] | None = None
+        self.record: dict[str, Any] | None = None
+        self.replay_page: str | None = None
+
+    def _changed(self, **changes: Any) -> None:
+        with self._cond:
+            self.state = dict(self.state, **changes)
+            self.version += 1
+            self._cond.notify_all()
+
+    def snapshot(self) -> tuple[int, dict[str, Any]]:
+        with self._cond:
+            return self.version, dict(self.state, version=self.version)
+
+    def wait(self, after: int, timeout: float) -> tuple[int, dict[str, Any]] | None:
+        """The state once its version passes ``after``; None after ``timeout`` seconds or
+        when the table closes."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.version > after or self.closed, timeout)
+            if self.version <= after:
+                return None
+            return self.version, dict(self.state, version=self.version)
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def set_names(self, names: Sequence[str]) -> None:
+        self._changed(names=list(names))
+
+    # -- the player's side (trio) -----------------------------------------------------
+
+    def ask(self, view: View, deliver: Callable[[int, int], None], deadline_ms: int) -> int:
+        """Put a decision to the page; ``deliver(asked, action)`` is called (from a request
+        thread) with the answer. Returns the number of this question."""
+        with self._cond:
+            self._asked += 1
+            self._pending = view
+            self._deliver = deliver
+            self._changed(status="play", view=view_state(view), deadline_ms=deadline_ms,
+                          message="your turn")
+            return self._asked
+
+    def withdraw(self, asked: int, message: str) -> None:
+        """The question ``asked`` is no longer open (answered, or the time is up)."""
+        with self._cond:
+            if self._asked == asked and self._pending is not None:
+                self._pending = None
+                self._changed(status="wait", message=message)
+
+    def round_over(self, result: RoundResult) -> None:
+        entry = {"round": result.round, "trump": format_suit(result.trump),
+                 "bids": list(result.bids), "won": list(result.won),
+                 "points": list(result.points), "totals": list(result.totals),
+                 "tricks": [_trick(t) for t in result.tricks]}
+        self._changed(rounds=[*self.state["rounds"], entry])
+
+    def game_over(self, result: GameResult) -> None:
+        self._changed(result={"totals": list(result.totals), "places": list(result.places)},
+                      message="the game is over")
+
+    def finish(self, record: dict[str, Any], replay_page: str, written: str | None) -> None:
+        """The game's record is made: serve it and its replay, and tell the page."""
+        with self._cond:
+            self.record = record
+            self.replay_page = replay_page
+            self._changed(status="over", view=None, written=written,
+                          result={"totals": record["totals"], "places": record["places"]},
+                          message="the game is over")
+
+    # -- the page's side (request threads) -------------------------------------------
+
+    def answer(self, text: str) -> str | None:
+        """Take the page's answer; None when taken, else why it is refused."""
+        with self._cond:
+            view = self._pending
+            if view is None or self._deliver is None:
+                return "it is not your turn"
+            try:
+                action = parse_answer(view, text)
+            except AnswerError as e:
+                return str(e)
+            self._pending = None
+            deliver, asked = self._deliver, self._asked
+            shown = dict(self.state["view"] or {}, decision=None, legal=[], refused={})
+            if view.decision is Decision.PLAY:
+                card = format_card(action)
+                hand = list(shown["hand"])
+                hand.remove(card)
+                trick = shown["trick"]
+                shown.update(hand=hand, trick=dict(trick, cards=[*trick["cards"], card]))
+            self._changed(status="wait", view=shown, message="the others are playing")
+        try:
+            deliver(asked, action)
+        except (trio.RunFinishedError, trio.BrokenResourceError, trio.ClosedResourceError):
+            return "the game is no longer running"
+        return None
+
+
+class WebPlayer:
+    """A seat played by a person in the browser, through ``table``. ``move_ms`` is the
+    time per decision (None: no limit)."""
+
+    def __init__(self, table: WebTable, name: str = HUMAN, move_ms: int | None = None) -> None:
+        self.table = table
+        self.name = name
+        self.move_ms = move_ms
+        self.last_cpu_ms: float | None = None
+        self._channel: tuple[trio.MemorySendChannel[tuple[int, int]],
+                             trio.MemoryReceiveChannel[tuple[int, int]]] | None = None
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        if self._channel is None:
+            self._channel = trio.open_memory_channel[tuple[int, int]](math.inf)
+        send, receive = self._channel
+        token = trio.lowlevel.current_trio_token()
+
+        def deliver(asked: int, action: int) -> None:
+            trio.from_thread.run_sync(send.send_nowait, (asked, action), trio_token=token)
+
+        asked = self.table.ask(view, deliver, deadline_ms)
+        try:
+            while True:
+                number, action = await receive.receive()
+                if number == asked:  # an answer to an earlier, timed-out question is stale
+                    return action
+        finally:
+            self.table.withdraw(asked, "the time is up: the referee played for you")
+
+    def set_names(self, names: Sequence[str]) -> None:
+        self.table.set_names(names)
+
+    async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
+        self.table.round_over(result)
+
+    async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
+        self.table.game_over(result)
+
+
+def play_page(title: str) -> str:
+    """The page: its content is drawn by ``play.js`` from the state; nothing else in it
+    comes from the game (names are set as text, never as markup)."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<link rel="icon" href="assets/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="assets/site.css">
+<link rel="stylesheet" href="assets/play.css">
+<script src="assets/play.js" defer></script>
+</head>
+<body>
+<main class="wrap" id="play" data-status="wait" data-version="0">
+<h1 id="title">{esc(title)}</h1>
+<p id="status" aria-live="polite">Connecting…</p>
+<p id="message" role="alert" class="refusal" hidden></p>
+<section aria-labelledby="table-h"><h2 id="table-h">The table</h2>
+<p id="trump"></p>
+<div class="scroll"><table id="seats" class="data compact">
+<thead><tr><th scope="col">Seat</th><th scope="col">Player</th><th scope="col" id="bid-col">Bid</th>
+<th scope="col">Won</th><th scope="col">Score</th></tr></thead><tbody></tbody></table></div>
+<h3 id="trick-h">The trick</h3>
+<ol id="trick" class="played" aria-labelledby="trick-h"></ol>
+<h3 id="last-h">The last trick</h3>
+<ol id="last-trick" class="played" aria-labelledby="last-h"></ol>
+</section>
+<section aria-labelledby="hand-h"><h2 id="hand-h">Your hand</h2>
+<div id="hand" class="choices" role="group" aria-labelledby="hand-h"></div>
+<div id="bids" class="choices" role="group" aria-label="Your bid" hidden></div>
+<div id="suits" class="choices" role="group" aria-label="Choose the trump suit" hidden></div>
+<p class="note">Cards you may not play now are marked; their reason is in their
+title and is shown if you choose one.</p>
+</section>
+<section aria-labelledby="rounds-h"><h2 id="rounds-h">Finished rounds</h2>
+<div class="scroll"><table id="rounds" class="data compact"><thead></thead><tbody></tbody>
+</table></div></section>
+<section id="result" aria-labelledby="result-h" hidden><h2 id="result-h">Result</h2>
+<ol id="places"></ol>
+<p><a id="replay-link" href="replay.html">Replay the game</a> ·
+<a id="record-link" href="record.json">the record (JSON)</a></p>
+</section>
+<noscript><p class="note">Playing needs JavaScript.</p></noscript>
+</main>
+</body>
+</html>
+"""
+
+
+def replay_page(record: Mapping[str, Any]) -> str:
+    """The finished game in the site's replay viewer (``replay.js``)."""
+    from arena.publish.replay import _script_json, replay_section
+
+    seats = [str(s) for s in record.get("seats") or []]
+    body = replay_section(record, seats, lambda name: f"<span>{esc(name)}</span>",
+                          '<a href="record.json">record.json</a>')
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Replay: {esc(record.get("game"))}, seed {esc(record.get("seed"))}</title>
+<link rel="icon" href="assets/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="assets/site.css">
+<script src="assets/replay.js" defer></script>
+</head>
+<body>
+<main class="wrap">
+<p><a href="./">back to the table</a></p>
+<h1>Replay</h1>
+{body}
+<script type="application/json" id="record">{_script_json(record)}</script>
+</main>
+</body>
+</html>
+"""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None  # the terminal shows the game, not the requests
+
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, value: Any) -> None:
+        self._send(status, json.dumps(value).encode(), "application/json")
+
+    def _route(self) -> str | None:
+        """The path under the table's token, or None for any other path."""
+        prefix = f"/{self.server.table.token}/"
+        path = self.path.split("?", 1)[0]
+        return path[len(prefix):] if path.startswith(prefix) else None
+
+    def do_GET(self) -> None:
+        table = self.server.table
+        route = self._route()
+        if route in ("", "index.html"):
+            self._send(200, self.server.page.encode(), "text/html; charset=utf-8")
+        elif route == "state":
+            self._json(200, table.snapshot()[1])
+        elif route == "events":
+            self._events()
+        elif route == "record.json" and table.record is not None:
+            self._json(200, table.record)
+        elif route == "replay.html" and table.replay_page is not None:
+            self._send(200, table.replay_page.encode(), "text/html; charset=utf-8")
+        elif route is not None and route.startswith("assets/") and route[7:] in ASSETS:
+            name = route[7:]
+            data = resources.files("arena.publish").joinpath("assets", name).read_bytes()
+            self._send(200, data, ASSETS[name])
+        else:
+            self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+    def do_POST(self) -> None:
+        if self._route() != "answer":
+            self._send(404, b"not found\n", "text/plain; charset=utf-8")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self._json(400, {"error": f"a body of 0..{MAX_BODY} bytes is expected"})
+            return
+        try:
+            body = json.loads(self.rfile.read(length))
+            text = body["answer"]
+            if not isinstance(text, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            self._json(400, {"error": 'expected JSON {"answer": "H7"}'})
+            return
+        refused = self.server.table.answer(text)  # a refusal is an answer, not an error
+        self._json(200, {"ok": True} if refused is None else {"ok": False, "error": refused})
+
+    def _events(self) -> None:
+        table = self.server.table
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        seen, state = table.snapshot()
+        try:
+            while True:
+                if state["status"] == "over":  # the last event: the stream ends, and the
+                    # page is told not to reconnect for a day (it needs nothing more)
+                    self.wfile.write(f"retry: 86400000\ndata: {json.dumps(state)}\n\n".encode())
+                    self.wfile.flush()
+                    return
+                self.wfile.write(f"data: {json.dumps(state)}\n\n".encode())
+                self.wfile.flush()
+                got = None
+                while got is None and not table.closed:
+                    got = table.wait(seen, KEEP_ALIVE_S)
+                    if got is None:
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                if got is None:
+                    return
+                seen, state = got
+        except (ConnectionError, OSError):
+            return
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, table: WebTable, page: str, port: int) -> None:
+        super().__init__((HOST, port), _Handler)
+        self.table = table
+        self.page = page
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return None  # a browser that drops its connection is no error
+
+
+class WebServer:
+    """The page's server, serving ``table`` from a thread until :meth:`close`."""
+
+    def __init__(self, table: WebTable, title: str, port: int = 0) -> None:
+        self.table = table
+        self._server = _Server(table, play_page(title), port)
+        self.url = f"http://{HOST}:{self._server.server_address[1]}/{table.token}/"
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.2}, daemon=True,
+                                        name="play-web")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self.table.close()
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,48 @@
+"""How a bot's processes are confined, as configuration values: :class:`Limits` (memory,
+processes, CPU time, file size, open files) and :class:`Confinement` (sandboxed or not,
+the limits, extra read-only paths and environment). :mod:`arena.proc` enforces them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Limits for one bot process (and everything it starts). 0 means no limit."""
+
+    memory_mb: int = 1024
+    processes: int = 128
+    """Processes and threads together (a thread is a task to the kernel)."""
+    cpu_s: int = 3600
+    """CPU seconds over the process's life: a backstop; the clock limits each decision."""
+    file_mb: int = 64
+    """The largest file it may write (in its private /tmp)."""
+    open_files: int = 256
+
+    def merged(self, overrides: dict[str, int]) -> Limits:
+        return replace(self, **overrides)
+
+    def describe(self) -> str:
+        def one(value: int, unit: str) -> str:
+            return "none" if value == 0 else f"{value}{unit}"
+        return (f"memory {one(self.memory_mb, ' MiB')}, processes {one(self.processes, '')}, "
+                f"CPU {one(self.cpu_s, ' s')}, file size {one(self.file_mb, ' MiB')}, "
+                f"open files {one(self.open_files, '')}")
+
+
+LIMIT_KEYS = ("memory_mb", "processes", "cpu_s", "file_mb", "open_files")
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """How one bot's processes are confined."""
+
+    sandbox: bool = True
+    """Run under bubblewrap; False only for bots the tournament file trusts explicitly."""
+    limits: Limits = field(default_factory=Limits)
+    read_only: tuple[Path, ...] = ()
+    """Extra paths the bot may read (a model file, a data folder)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Extra environment variables granted to the bot."""

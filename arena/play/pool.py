@@ -1,0 +1,369 @@
+"""Bot processes for many games: which process plays which game.
+
+The invariant of the default isolation, ``deal``: a bot process plays one game at a
+time and never two games with the same deal (the same deal seed: every rotation of a
+duplicate set, and the same deal at other tables). What a bot remembers, in memory or
+in its private /tmp, then tells it nothing about the game in front of it.
+
+A :class:`DealLedger` holds the rule; a :class:`BotPool` keeps a bot's idle processes
+(frozen) for the local runner and hands one out per game: one that has not seen the
+game's deal, else a spare started ahead of need, else a new one. :class:`WorkerPools`
+does the same in a Ray worker, for the games it is given.
+A process that has seen every deal of the run, or that failed, is ended. ``game``
+isolation ends every process after one game; ``shared`` keeps today's single process
+per bot that serves every game, several at once (trusted bots only).
+
+Start-ups happen before a game begins, never on a bot's clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from arena.model.job import GameJob, GameOutcome, SeatJob
+from arena.model.limits import Confinement
+from arena.model.results import BotInfo
+from arena.model.spec import BotSpec
+from arena.play.game import run_game, run_game_blocking, start_for_job
+from arena.play.players import RemotePlayer, UnreachablePlayer
+from arena.play.referee import Player
+from arena.play.seats import seat_all
+from arena.proc.connection import BotConnection, HandshakeError
+from arena.proc.logs import LogFolder
+from arena.proc.reaper import start_cleanup
+
+
+class DealLedger:
+    """The ``deal`` invariant, in one place, for the local pool and a Ray worker alike:
+    the idle processes of one bot, which of them may play a game of a deal (one that has
+    not seen it, and still works), and which to end when too many are idle (the one that
+    has seen most deals: it can serve fewest)."""
+
+    def __init__(self, max_idle: int) -> None:
+        self.max_idle = max_idle
+        self.idle: list[BotConnection] = []
+
+    def take(self, deal: int) -> BotConnection | None:
+        """An idle process that may play a game of ``deal``, no longer idle; or None."""
+        for conn in self.idle:
+            if deal not in conn.deals and conn.usable:
+                self.idle.remove(conn)
+                return conn
+        return None
+
+    @staticmethod
+    def lease(conn: BotConnection, deal: int) -> None:
+        """``conn`` plays a game of ``deal``: it may never play that deal again."""
+        conn.deals.add(deal)
+        conn.games += 1
+
+    def put_back(self, conn: BotConnection) -> BotConnection | None:
+        """Keep ``conn`` idle after its game; the process to end now (one too many), or
+        None."""
+        self.idle.append(conn)
+        if len(self.idle) <= self.max_idle:
+            return None
+        worst = max(self.idle, key=lambda c: len(c.deals))
+        self.idle.remove(worst)
+        return worst
+
+    def clear(self) -> list[BotConnection]:
+        """Every idle process, forgotten (for the caller to end)."""
+        idle, self.idle = self.idle, []
+        return idle
+
+
+class BotPool:
+    """The processes of one external bot, leased one game at a time.
+
+    Use as ``async with BotPool(...) as pool``: :meth:`open` starts the first process and
+    checks the hand-shake (the info every later process must repeat); :meth:`lease` and
+    :meth:`release` bracket each game.
+    """
+
+    def __init__(self, name: str, spec: BotSpec, log_dir: Path, startup_s: float,
+                 confinement: Confinement, isolation: str, deals: int,
+                 hide: tuple[Path, ...] = (), spares: int = 1, max_idle: int = 8,
+                 cwd: Path | None = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.isolation = isolation
+        self.deals = deals
+        """How many different deals the run has: a process that saw them all is done."""
+        self.info: BotInfo | None = None
+        self.started = 0
+        """Processes started, the first included."""
+        logs = LogFolder(log_dir)
+        self._make: Callable[[bool], BotConnection] = lambda idle: BotConnection(
+            name, spec, logs, startup_s, cwd, confinement, hide, self.info, idle)
+        self._game = ""
+        self._spares_wanted = spares if spec.kind == "cmd" and isolation != "shared" else 0
+        self._ledger = DealLedger(max_idle)
+        self._spares: list[BotConnection] = []
+        self._starting: list[_Starting] = []
+        """Spares still starting, oldest first."""
+        self._shared: BotConnection | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> BotPool:
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._closed = True
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+        try:
+            await self._nursery_manager.__aexit__(None, None, None)
+        finally:  # even when the run around it is cancelled (shielded inside)
+            await self.aclose()
+
+    @property
+    def shared(self) -> BotConnection | None:
+        """The one connection of ``shared`` isolation (or of a bot the arena does not
+        start), which serves every game; None under ``deal`` and ``game``."""
+        return self._shared
+
+    async def open(self, game: str) -> BotInfo:
+        """Start the first process and check its hand-shake; :class:`HandshakeError`."""
+        conn = self._make(False)
+        self.started += 1
+        self.info = await conn.open(game)
+        self._game = game
+        if self.isolation == "shared" or self.spec.kind != "cmd":
+            self._shared = conn
+        else:
+            self._ledger.idle.append(conn)
+            self._top_up()
+        return self.info
+
+    async def lease(self, deal: int, core: int | None = None) -> BotConnection:
+        """A connection for a game of ``deal``, used by nothing else until released. A
+        process started for it starts at normal priority, held to the game's ``core``
+        (nobody else's), since the game waits for it.
+
+        Raises :class:`HandshakeError` when a new process cannot be started.
+        """
+        if self._shared is not None:
+            return self._shared
+        conn = self._ledger.take(deal) or await self._fresh(core)
+        self._ledger.lease(conn, deal)
+        return conn
+
+    async def release(self, conn: BotConnection) -> None:
+        """Take a connection back after its game: kept for later deals, or ended."""
+        if conn is self._shared:
+            return
+        done = (self.isolation == "game" or not conn.usable or len(conn.deals) >= self.deals
+                or self._closed)
+        if done:
+            await conn.aclose()
+        else:
+            extra = self._ledger.put_back(conn)
+            if extra is not None:
+                await extra.aclose()
+        self._top_up()
+
+    async def _fresh(self, core: int | None) -> BotConnection:
+        if self._spares:
+            return self._spares.pop(0)
+        for starting in self._starting:
+            if starting.claimed:
+                continue
+            # no spare ready, but one is on its way: the game waits for that one, now
+            # at normal priority on the game's core (its start so far is not wasted)
+            starting.claimed = True
+            starting.conn.hurry(core)
+            try:
+                await starting.done.wait()
+            except BaseException:  # the game was called off: it is a spare again
+                starting.claimed = False
+                raise
+            if starting.ok:
+                self._top_up()
+                return starting.conn
+            break  # it could not start: try once more, and report the failure
+        # nothing on its way: start one now rather than wait for a spare at idle priority
+        conn = self._make(False)
+        conn.pin(core)
+        self.started += 1
+        await conn.open(self._game)
+        self._top_up()
+        return conn
+
+    def _top_up(self) -> None:
+        """Start spare processes in the background, so a game rarely waits for one."""
+        if self._nursery is None or self._closed:
+            return
+        while (len(self._spares) + sum(not s.claimed for s in self._starting)
+               < self._spares_wanted):
+            starting = _Starting(self._make(True))
+            self._starting.append(starting)
+            self._nursery.start_soon(self._start_spare, starting)
+
+    async def _start_spare(self, starting: _Starting) -> None:
+        conn = starting.conn
+        self.started += 1
+        try:
+            await conn.open(self._game)
+        except HandshakeError:
+            return  # a lease starts one itself, and reports the failure in its game
+        except BaseException:
+            await conn.aclose()
+            raise
+        else:
+            starting.ok = True
+        finally:
+            self._starting.remove(starting)
+            starting.done.set()
+        if starting.claimed:
+            return  # a game took it while it started
+        if self._closed:
+            await conn.aclose()
+        else:
+            self._spares.append(conn)
+
+    async def aclose(self) -> None:
+        """End every process of the pool."""
+        self._closed = True
+        conns = [*self._ledger.clear(), *self._spares]
+        if self._shared is not None:
+            conns.append(self._shared)
+        self._spares, self._shared = [], None
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for conn in conns:
+                    nursery.start_soon(conn.aclose)
+
+
+@asynccontextmanager
+async def leased_players(pools: Mapping[str, BotPool], job: GameJob,
+                         core: int | None) -> AsyncIterator[list[Player]]:
+    """The players of ``job`` by seat, each external bot's process leased from its pool
+    (held to ``core``) and released on exit whatever happens; a bot whose process cannot
+    start sits at the table as unreachable. The processes start side by side."""
+    leased: list[tuple[BotPool, BotConnection]] = []
+
+    async def lease(seat: int, entry: SeatJob) -> Player:
+        pool = pools[entry.name]
+        try:
+            conn = await pool.lease(job.deal_seed, core)
+        except HandshakeError as e:
+            return UnreachablePlayer(entry.name, f"cannot start a process for this game: {e}")
+        leased.append((pool, conn))
+        if conn is not pool.shared:
+            conn.pin(core)
+        return RemotePlayer(conn, entry.name)
+
+    try:
+        yield await seat_all(job.seats, job.deal_seed, lease)
+    finally:
+        with trio.CancelScope(shield=True):
+            for pool, conn in leased:
+                await pool.release(conn)
+
+
+class _Starting:
+    """A spare process on its way, which a game may claim before it is ready."""
+
+    def __init__(self, conn: BotConnection) -> None:
+        self.conn = conn
+        self.done = trio.Event()
+        self.ok = False
+        self.claimed = False
+
+
+class WorkerPools:
+    """Bot processes a long-lived process (a Ray worker) keeps between the games it plays,
+    under the ``deal`` invariant of :mod:`arena.play.pool`: a process plays one game at a time
+    and never two games of one deal. Its own trio loop runs in a thread, so the
+    connections outlive each game; they end with the process (bubblewrap's
+    ``--die-with-parent``) or on :meth:`close`."""
+
+    MAX_IDLE = 4
+    """Idle processes kept per bot; past that the one that has seen most deals ends."""
+
+    def __init__(self) -> None:
+        self._ledgers: dict[str, DealLedger] = {}
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        ready = threading.Event()
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            self._stop = trio.Event()
+            ready.set()
+            await self._stop.wait()
+            with trio.CancelScope(shield=True):
+                for ledger in self._ledgers.values():
+                    for conn in ledger.clear():
+                        await conn.aclose()
+
+        self._thread = threading.Thread(target=trio.run, args=(main,), daemon=True,
+                                        name="arena-worker-pools")
+        self._thread.start()
+        ready.wait()
+
+    def play(self, job: GameJob, log_dir: Path) -> GameOutcome:
+        """Play ``job`` with kept processes where they may play it, fresh ones otherwise."""
+        return trio.from_thread.run(self._play, job, log_dir, trio_token=self._token)
+
+    def close(self) -> None:
+        """End every kept process, and the thread."""
+        if self._stop is not None:
+            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join()
+
+    async def _play(self, job: GameJob, log_dir: Path) -> GameOutcome:
+        leased: list[tuple[DealLedger, BotConnection]] = []
+        starting: list[BotConnection] = []  # started, not leased: closed at the end
+
+        async def seat_one(seat: int, entry: SeatJob) -> Player:
+            ledger = self._ledgers.setdefault(entry.to_key(), DealLedger(self.MAX_IDLE))
+            conn = ledger.take(job.deal_seed)
+            if conn is None:
+                conn, player = await start_for_job(job, entry, log_dir, starting)
+                if isinstance(player, UnreachablePlayer):
+                    return player  # closed below
+                starting.remove(conn)
+            ledger.lease(conn, job.deal_seed)
+            leased.append((ledger, conn))
+            return RemotePlayer(conn, entry.name)
+
+        try:
+            return await run_game(job, await seat_all(job.seats, job.deal_seed, seat_one))
+        finally:
+            with trio.CancelScope(shield=True):
+                for conn in starting:
+                    await conn.aclose()
+                for ledger, conn in leased:
+                    extra = ledger.put_back(conn) if conn.usable else conn
+                    if extra is not None:
+                        await extra.aclose()
+
+
+_worker_pools: WorkerPools | None = None
+
+
+def run_game_kept(job: GameJob) -> GameOutcome:
+    """Like :func:`run_game_blocking`, but the bot processes stay in this process for its
+    later games (``isolation = "deal"``); ``game`` isolation starts fresh ones."""
+    global _worker_pools
+    if job.isolation == "game" or not job.log_dir:
+        return run_game_blocking(job)
+    log_dir = Path(job.log_dir)
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return run_game_blocking(job)
+    if _worker_pools is None:
+        start_cleanup()
+        _worker_pools = WorkerPools()
+    return _worker_pools.play(job, log_dir)

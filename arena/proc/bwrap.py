@@ -1,0 +1,226 @@
+"""Where a bot is sandboxed: the bubblewrap view of the file system, the namespaces, and
+the wrapper chain that starts a confined bot.
+
+A ``cmd:`` bot runs as ``setpriv --pdeathsig KILL`` -> ``sh`` (joins the bot's cgroups)
+-> ``prlimit`` (rlimits) -> ``bwrap`` (namespaces, a read-only view of the files it
+needs) -> the bot's command. No ``preexec_fn`` is used: grpcio's fork handlers make that
+unsafe while calls are in flight. What a bot can see and do is stated in
+``docs/protocol.md`` ("The sandbox") and ``docs/isolation.md``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from functools import cache
+from pathlib import Path
+
+from arena.model.errors import SandboxError
+from arena.model.limits import Confinement, Limits
+from arena.proc.cgroup import Cgroup, Mechanism
+
+BWRAP_PACKAGE = "bubblewrap"
+
+
+def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``prlimit`` options for what cgroups do not cover (all of them without cgroups)."""
+    args: list[str] = []
+    if limits.cpu_s:
+        # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
+        args.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}")
+    if limits.file_mb:
+        args.append(f"--fsize={limits.file_mb << 20}")
+    if limits.open_files:
+        args.append(f"--nofile={limits.open_files}")
+    if not mechanism.cgroups:
+        if limits.memory_mb:
+            args.append(f"--data={limits.memory_mb << 20}")
+        if limits.processes and os.getuid() != 0:
+            # counts every process of the user, and root is exempt: a weak fallback
+            args.append(f"--nproc={limits.processes + _user_processes()}")
+    return args
+
+
+def _user_processes() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
+def bwrap_binary() -> str:
+    """The ``bwrap`` program; :class:`SandboxError` naming the package when it is missing."""
+    path = shutil.which("bwrap")
+    if path is None:
+        raise SandboxError(
+            f"bubblewrap (bwrap) is not installed: install the '{BWRAP_PACKAGE}' package "
+            f"(apt-get install {BWRAP_PACKAGE}), or trust a bot explicitly with "
+            f"'sandbox = false' in the tournament file (--no-sandbox for arena play)")
+    return path
+
+
+@cache
+def sandbox_works() -> str | None:
+    """None when bubblewrap can make its namespaces here; else why not (one line)."""
+    try:
+        bwrap = bwrap_binary()
+    except SandboxError as e:
+        return str(e)
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+            capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap does not run here: {e}"
+    if done.returncode != 0:
+        why = " ".join(done.stderr.decode(errors="replace").split())[:200]
+        return (f"bubblewrap cannot create namespaces here ({why}); user namespaces may be "
+                f"disabled (sysctl kernel.unprivileged_userns_clone=1)")
+    return None
+
+
+_SYSTEM_DIRS = ("/usr", "/opt")
+
+
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+              "nsswitch.conf", "passwd", "group", "ssl", "ca-certificates", "mime.types",
+              "os-release", "debian_version")
+
+
+def _existing(paths: list[Path]) -> list[Path]:
+    return [p for p in paths if os.path.lexists(p)]
+
+
+def program_roots(argv0: str, cwd: Path) -> list[Path]:
+    """What a command's program needs to run: its folder, or its interpreter's prefix."""
+    found = shutil.which(argv0) if os.sep not in argv0 else str(cwd / argv0)
+    roots: list[Path] = []
+    if found is None:
+        return roots
+    program = Path(found).absolute()
+    resolved = program.resolve()
+    if resolved == Path(sys.executable).resolve() or program == Path(sys.executable):
+        roots += [Path(sys.prefix), Path(sys.base_prefix)]
+        # an editable install of this package: the SDK is the arena's own source folder
+        roots.append(Path(__file__).resolve().parents[1])  # arena/, above arena/proc
+    for path in (program, resolved):
+        if not any(path.is_relative_to(d) for d in _SYSTEM_DIRS):
+            roots.append(path.parent)
+    return roots
+
+
+def bot_folders(args: list[str], cwd: Path) -> list[Path]:
+    """The bot's own folder(s): the folder of each argument that names an existing file
+    (the script, the binary), read-only in the sandbox."""
+    folders: list[Path] = []
+    for arg in args:
+        if arg.startswith("-") or "\0" in arg:
+            continue
+        path = Path(arg) if os.path.isabs(arg) else cwd / arg
+        try:
+            if path.is_file():
+                folders.append(path.resolve().parent)
+        except OSError:
+            continue
+    return folders
+
+
+def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confinement,
+               env: dict[str, str], hide: tuple[Path, ...] = ()) -> list[str]:
+    """The bubblewrap command line that runs ``args`` confined, in the folder ``cwd``.
+
+    The command is run exactly as written, in ``cwd``: its arguments are never changed.
+    Visible read-only: /usr (and /lib, /bin symlinks), a few files of /etc, the program
+    or interpreter and its prefix, the folder of each argument that names an existing
+    file (the bot's own folder), extra ``read_only`` paths. ``cwd`` itself always exists
+    (an empty folder where none of those shows it), so that relative paths resolve as
+    outside. Writable: its socket folder and a private /tmp. ``hide`` (the output
+    folder, other bots' folders) is covered by an empty folder wherever it lies inside
+    what is visible. Own user, PID, IPC, network, UTS and cgroup namespaces; no network
+    at all.
+    """
+    out = [bwrap_binary(), *_bwrap_view(args, cwd, confinement, hide),
+           "--bind", str(socket_dir), str(socket_dir), "--clearenv"]
+    for key, value in env.items():
+        out += ["--setenv", key, value]
+    return [*out, "--chdir", str(cwd), "--", *args]
+
+
+def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
+                hide: tuple[Path, ...]) -> list[str]:
+    """What a bot sees: the namespace and mount options (worked out at each start, so a
+    file made or removed since is seen as it is now)."""
+    ro: list[Path] = [Path(d) for d in _SYSTEM_DIRS]
+    ro += [Path("/etc") / name for name in _ETC_FILES]
+    ro += program_roots(args[0], cwd)
+    own = bot_folders(list(args[1:]), cwd)
+    ro += own
+    ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
+    out = ["--unshare-all", "--die-with-parent", "--new-session",
+           "--uid", "65534", "--gid", "65534", "--hostname", "bot",
+           "--dev", "/dev", "--proc", "/proc"]
+    if confinement.limits.file_mb:
+        out += ["--size", str(max(confinement.limits.file_mb, 16) << 20)]
+    out += ["--tmpfs", "/tmp"]
+    for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"),
+                         ("/sbin", "usr/sbin")):
+        if os.path.islink(link):
+            out += ["--symlink", target, link]
+        elif os.path.isdir(link):
+            ro.append(Path(link))
+    binds: list[Path] = []
+    for path in sorted({Path(os.path.abspath(p)) for p in _existing(ro)},
+                       key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(b) for b in binds):
+            binds.append(path)
+            out += ["--ro-bind", str(path), str(path)]
+    for secret in hide:
+        secret = Path(os.path.abspath(secret))
+        if (any(secret.is_relative_to(b) for b in binds)
+                and not any(o.is_relative_to(secret) for o in own)):
+            out += ["--tmpfs", str(secret)]
+    if not any(cwd.is_relative_to(b) for b in binds):
+        out += ["--dir", str(cwd)]  # the working folder, empty (its parents too)
+    return out
+
+
+def idle_start_possible(cgroup: Cgroup | None) -> bool:
+    """Whether a bot can start at idle CPU priority and be raised to normal once it
+    serves: that needs its cgroup (to find every thread) and the right to raise a
+    thread's priority (root)."""
+    return cgroup is not None and os.geteuid() == 0
+
+
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``setpriv --pdeathsig KILL``, ``sh`` joining the cgroups, then ``prlimit``: the
+    prefix of a confined command."""
+    prefix: list[str] = []
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        # killed with the arena even before bubblewrap's own --die-with-parent is set up
+        # (the signal survives the execs below)
+        prefix += [setpriv, "--pdeathsig", "KILL", "--"]
+    if cgroup is not None:
+        # the shell writes its own pid into each cgroup, then execs the rest: every
+        # process of the bot starts inside, without a preexec_fn
+        # (and it goes no further if the arena ended before setpriv could ask for the
+        # signal: its parent is then no longer the arena)
+        prefix += ["/bin/sh", "-c",
+                  '[ "$PPID" = "$1" ] || exit 125; shift; '
+                  'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
+                  'shift; exec "$@"', "arena-spawn", str(os.getpid()), *cgroup.procs_files(),
+                  "--"]
+    rlimits = rlimit_args(limits, mechanism)
+    if rlimits:
+        prlimit = shutil.which("prlimit")
+        if prlimit is not None:
+            prefix += [prlimit, *rlimits, "--"]
+    return prefix

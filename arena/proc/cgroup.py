@@ -1,0 +1,508 @@
+"""Confinement of the bot processes the arena starts: bubblewrap, cgroups and rlimits.
+
+A ``cmd:`` bot runs as ``sh`` (joins the bot's cgroups) -> ``prlimit`` (rlimits) ->
+``bwrap`` (namespaces, a read-only view of the files it needs) -> the bot's command.
+No ``preexec_fn`` is used: grpcio's fork handlers make that unsafe (GRPC-NOTES).
+
+* :class:`Limits` are the per-process limits; :func:`limit_mechanism` says how they are
+  enforced on this machine (cgroup v2, cgroup v1, or rlimits only).
+* :class:`Cgroup` is one bot process's cgroup (one per controller on v1): limits, the
+  list of its processes (stopped with SIGSTOP between its calls: unlike the cgroup v1
+  freezer, a stopped process still dies with the arena), its CPU time, and why it was
+  killed.
+* :func:`bwrap_args` builds the sandbox's command line from a :class:`Confinement`.
+
+What a bot can see and do is stated in ``docs/protocol.md`` ("The sandbox").
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from arena.model.errors import SandboxError
+from arena.model.limits import Limits
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    """How limits, stopping bots between calls and CPU accounting work on this machine."""
+
+    kind: str
+    """``cgroup2``, ``cgroup1`` or ``rlimit``."""
+    base: dict[str, Path]
+    """controller (or ``""`` for v2) -> the folder the arena creates its cgroups in."""
+    note: str = ""
+
+    @property
+    def cgroups(self) -> bool:
+        return self.kind != "rlimit"
+
+    def describe(self, limits: Limits) -> str:
+        if self.kind == "cgroup2":
+            how = ("cgroup v2 (memory, pids, CPU time) and rlimits (CPU, file size, "
+                   "open files)")
+        elif self.kind == "cgroup1":
+            how = ("cgroup v1 (memory, pids, cpuacct) and rlimits (CPU, file size, "
+                   "open files)")
+        else:
+            how = ("rlimits only (data size, processes, CPU, file size, open files); bots are "
+                   "not stopped between calls and their CPU time is not measured"
+                   + (f": {self.note}" if self.note else ""))
+        return f"limits per bot process: {limits.describe()}; enforced by {how}"
+
+
+def _own_cgroup_path(controller: str) -> str | None:
+    """This process's cgroup path for ``controller`` (``""``: the v2 unified path)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if controller == "" and parts[0] == "0" and parts[1] == "":
+            return parts[2]
+        if controller and controller in parts[1].split(","):
+            return parts[2]
+    return None
+
+
+def _writable_dir(path: Path) -> bool:
+    """Whether a child cgroup can be made in ``path`` (tried for real, then removed)."""
+    probe = path / f"arena-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    try:
+        probe.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+@cache
+def limit_mechanism() -> Mechanism:
+    """Detect cgroup v2 (with the controllers delegated), cgroup v1, or rlimits only."""
+    if os.environ.get("ARENA_NO_CGROUPS"):
+        return Mechanism("rlimit", {}, "ARENA_NO_CGROUPS is set")
+    unified = _own_cgroup_path("")
+    v2_root = CGROUP_ROOT if (CGROUP_ROOT / "cgroup.controllers").exists() else None
+    if v2_root is not None and unified is not None:
+        own = v2_root / unified.lstrip("/")
+        try:
+            available = set((own / "cgroup.controllers").read_text().split())
+        except OSError:
+            available = set()
+        # a v2 cgroup with processes in it cannot have children with controllers: use a
+        # sibling-free child of our own cgroup only where the controllers can be enabled
+        if {"memory", "pids"} <= available and _writable_dir(own):
+            base = own / f"trick-arena-{os.getpid()}"
+            try:
+                base.mkdir(exist_ok=True)
+                (base / "cgroup.subtree_control").write_text("+memory +pids +cpu +cpuset")
+            except OSError:
+                try:
+                    (base / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                except OSError:
+                    pass
+                try:
+                    (base / "cgroup.subtree_control").write_text("+memory +pids")
+                except OSError:
+                    _rmdir_quietly(base)
+                    return Mechanism("rlimit", {}, "cgroup v2 controllers not delegated")
+            return Mechanism("cgroup2", {"": base})
+        return Mechanism("rlimit", {}, "cgroup v2 without delegated memory and pids "
+                                       "controllers (systemd-run --user --scope -p Delegate=yes)")
+    base_v1: dict[str, Path] = {}
+    for controller in _V1_CONTROLLERS:
+        own_path = _own_cgroup_path(controller)
+        folder = CGROUP_ROOT / controller
+        if own_path is None or not folder.is_dir():
+            break
+        here = folder / own_path.lstrip("/")
+        if not _writable_dir(here):
+            break
+        base_v1[controller] = here
+    if len(base_v1) == len(_V1_CONTROLLERS):
+        own_cpuset = _own_cgroup_path("cpuset")
+        cpuset = CGROUP_ROOT / "cpuset" / (own_cpuset or "").lstrip("/")
+        if own_cpuset is not None and (cpuset / "cpuset.cpus").exists() \
+                and _writable_dir(cpuset):
+            base_v1["cpuset"] = cpuset
+        return Mechanism("cgroup1", base_v1)
+    return Mechanism("rlimit", {}, "no writable cgroup hierarchy (run as root, or with a "
+                                   "delegated cgroup v2)")
+
+
+def _rmdir_quietly(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+class Cgroup:
+    """One bot process's cgroup(s): created before the spawn, removed after its end.
+
+    The spawn wrapper writes its own pid into :meth:`procs_files` and then execs the
+    bot, so every process the bot starts is inside from the first instruction.
+    """
+
+    def __init__(self, mechanism: Mechanism, limits: Limits, label: str) -> None:
+        self.mechanism = mechanism
+        self.limits = limits
+        name = f"arena-{os.getpid()}-{label}-{secrets.token_hex(4)}"
+        self.dirs: dict[str, Path] = {c: base / name for c, base in mechanism.base.items()}
+        self._frozen = False
+        self._stopped: list[int] = []
+        self._idle_tids: set[int] = set()
+        """Threads already set to idle priority while the bot starts (a thread made later
+        inherits it from the thread that made it)."""
+        self._idle_pids: dict[int, int] = {}
+        """Processes whose autogroup is at the idle weight, with their session then (a
+        new session makes a new autogroup, at normal weight)."""
+        self.cpu_at_rest: int | None = None
+        """The CPU time at the last stop: where the next call's CPU time starts."""
+        self._procs = str(self._dir("pids") / "cgroup.procs")
+        self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
+                          else self.dirs["cpuacct"] / "cpuacct.usage")
+        made: list[Path] = []
+        try:
+            for folder in self.dirs.values():
+                folder.mkdir()
+                made.append(folder)
+            self._apply_limits()
+        except OSError as e:
+            for folder in made:
+                _rmdir_quietly(folder)
+            raise SandboxError(f"cannot create the bot's cgroup: {e}") from None
+
+    @property
+    def v2(self) -> bool:
+        return self.mechanism.kind == "cgroup2"
+
+    def _dir(self, controller: str) -> Path:
+        return self.dirs["" if self.v2 else controller]
+
+    @property
+    def can_pin(self) -> bool:
+        """Whether the bot can be held to one core (a cpuset controller is here)."""
+        if self.v2:
+            return (self.dirs[""] / "cpuset.cpus").exists()
+        return "cpuset" in self.dirs
+
+    def pin(self, core: int | None) -> None:
+        """Hold every process of the bot to ``core`` (None: every core the arena may
+        use). The bot cannot undo it: its cgroup is out of its sight."""
+        if not self.can_pin:
+            return
+        folder = self._dir("cpuset")
+        cpus = str(core) if core is not None else _cpu_list(sorted(os.sched_getaffinity(0)))
+        try:
+            (folder / "cpuset.cpus").write_text(cpus)
+        except OSError:
+            pass
+
+    def _apply_limits(self) -> None:
+        limits = self.limits
+        if "cpuset" in self.dirs:  # a v1 cpuset accepts no task before it has cpus and mems
+            parent = self.dirs["cpuset"].parent
+            for name in ("cpuset.mems", "cpuset.cpus"):
+                (self.dirs["cpuset"] / name).write_text((parent / name).read_text().strip())
+        if self.v2:
+            folder = self.dirs[""]
+            if limits.memory_mb:
+                (folder / "memory.max").write_text(str(limits.memory_mb << 20))
+                try:
+                    (folder / "memory.swap.max").write_text("0")
+                except OSError:
+                    pass
+            if limits.processes:
+                (folder / "pids.max").write_text(str(limits.processes))
+            return
+        if limits.memory_mb:
+            memory = self.dirs["memory"]
+            (memory / "memory.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+            try:  # no swap beyond the limit, where the kernel accounts swap
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+            except OSError:
+                pass
+        if limits.processes:
+            (self.dirs["pids"] / "pids.max").write_text(str(limits.processes))
+
+    def procs_files(self) -> list[str]:
+        return [str(folder / "cgroup.procs") for folder in self.dirs.values()]
+
+    def pids(self) -> list[int]:
+        """The processes in the cgroup (seen from the arena's PID namespace)."""
+        text = _read(self._procs)
+        return [int(p) for p in text.split()] if text else []
+
+    # -- stopping the bot between its calls --------------------------------------------
+
+    def freeze(self) -> None:
+        """Stop every process of the bot (SIGSTOP to each process in the cgroup, again
+        until no new one appears: a stopped process cannot fork), and note its CPU time
+        (it does not change while the bot is stopped)."""
+        if self._frozen:
+            return
+        self._frozen = True
+        stopped: list[int] = []
+        for _ in range(8):
+            fresh = [pid for pid in self.pids() if pid not in stopped]
+            if not fresh:
+                break
+            for pid in fresh:
+                _signal(pid, signal.SIGSTOP)
+            stopped += fresh
+        self._stopped = stopped
+        self.cpu_at_rest = self.cpu_ns()
+
+    @property
+    def stopped(self) -> bool:
+        return self._frozen
+
+    def thaw(self) -> None:
+        """Continue every process stopped by :meth:`freeze` (none can have appeared)."""
+        if not self._frozen:
+            return
+        self._frozen = False
+        for pid in self._stopped:
+            _signal(pid, signal.SIGCONT)
+
+    # -- accounting -----------------------------------------------------------------
+
+    def cpu_ns(self) -> int | None:
+        """CPU time used by every process of the bot so far, in nanoseconds."""
+        try:
+            if self.v2:
+                for line in _read(self._usage).splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+                return None
+            return int(_read(self._usage))
+        except ValueError:
+            return None
+
+    def limit_hit(self) -> str | None:
+        """Which limit the bot ran into, as a fault detail, or None."""
+        limits = self.limits
+        if limits.memory_mb and self._oom_kills() > 0:
+            return f"memory limit {limits.memory_mb} MiB reached"
+        if limits.processes and self._pids_max_hits() > 0:
+            return f"process limit {limits.processes} reached (processes and threads)"
+        return None
+
+    def _oom_kills(self) -> int:
+        try:
+            if self.v2:
+                return _event((self.dirs[""] / "memory.events").read_text(), "oom_kill")
+            return _event((self.dirs["memory"] / "memory.oom_control").read_text(), "oom_kill")
+        except (OSError, ValueError):
+            return 0
+
+    def _pids_max_hits(self) -> int:
+        try:
+            return _event((self._dir("pids") / "pids.events").read_text(), "max")
+        except (OSError, ValueError):
+            return 0
+
+    def idle_priority(self, sandboxed: bool) -> None:
+        """Run the bot at idle priority while it starts: every thread ``SCHED_IDLE``,
+        and its scheduling autogroups (a new session makes one) at the lowest weight,
+        since SCHED_IDLE alone does not hold back a task whose autogroup competes with a
+        thinking bot's as an equal.
+
+        Only the bot's own processes: for a ``sandboxed`` bot, those inside its PID
+        namespace but bubblewrap's first (pid 2 and up there), never bubblewrap's two.
+        Put at idle priority, those outlived a killed arena (their parent-death signal
+        chain did not act: measured, with every kill -9 of an arena while a spare
+        started). For the same reason this is set while the bot starts, not in its
+        spawn chain.
+
+        Called again and again while the bot starts, it touches only the processes and
+        threads it has not seen yet (the bot's start-up must not cost the arena more
+        than the bot)."""
+        self._set_priority(os.SCHED_IDLE, 19, self._idle_pids, self._idle_tids,
+                           only_inner=sandboxed)
+
+    def normal_priority(self) -> None:
+        """Raise every thread of the bot from the idle start-up priority to normal."""
+        self._set_priority(os.SCHED_OTHER, 0)
+        self._idle_pids.clear()
+        self._idle_tids.clear()
+
+    def _set_priority(self, policy: int, group_nice: int,
+                      pids_done: dict[int, int] | None = None,
+                      tids_done: set[int] | None = None, only_inner: bool = False) -> None:
+        for pid in self.pids():
+            if only_inner and _sandbox_pid(pid) < 2:
+                continue
+            if pids_done is None:
+                _set_autogroup(pid, group_nice)
+            else:
+                try:
+                    session = os.getsid(pid)
+                except OSError:  # gone
+                    continue
+                if pids_done.get(pid) != session:
+                    _set_autogroup(pid, group_nice)
+                    pids_done[pid] = session
+            for tid in _tids(pid):
+                if tids_done is not None and tid in tids_done:
+                    continue
+                try:
+                    os.sched_setscheduler(tid, policy, os.sched_param(0))
+                except OSError:  # the thread ended meanwhile
+                    continue
+                if tids_done is not None:
+                    tids_done.add(tid)
+
+    def kill_all(self, signal_number: int, spare: int | None = None) -> None:
+        """Signal every process in the cgroup but ``spare`` (the arena sees them all)."""
+        for pid in self.pids():
+            if pid == spare:
+                continue
+            try:
+                os.kill(pid, signal_number)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def remove(self) -> None:
+        """Remove the cgroup folders (they must be empty: call after the processes end)."""
+        self.thaw()
+        for folder in self.dirs.values():
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # the last tasks are still being reaped
+                    time.sleep(0.002)
+
+
+def _read(path: str) -> str:
+    """A small kernel file's text ("" when it cannot be read): os-level, as it is read
+    several times per decision."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, 65536).decode()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _sandbox_pid(pid: int) -> int:
+    """The process's pid inside its sandbox's PID namespace: 1 for bubblewrap's first
+    process there, 2 or more for what it starts; 0 for a process in the arena's own
+    namespace (the outer bubblewrap), or one that is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    ids = line.split()[1:]
+                    return int(ids[-1]) if len(ids) > 1 else 0
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _tids(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def _set_autogroup(pid: int, nice: int) -> None:
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:  # no autogroups here, or the process is gone
+        pass
+
+
+def _cpu_list(cores: list[int]) -> str:
+    return ",".join(str(c) for c in cores)
+
+
+def _signal(pid: int, signo: int) -> None:
+    try:
+        os.kill(pid, signo)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _event(text: str, key: str) -> int:
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
+
+
+def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
+    """End the processes and remove the cgroups left by arena processes that died
+    (kill -9): ``arena-PID-*``; with ``owner``, those of that arena only, dead or not."""
+    for base in mechanism.base.values():
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) < 3 or parts[0] != "arena" or not parts[1].isdigit():
+                continue
+            arena_pid = int(parts[1])
+            if arena_pid != owner if owner is not None else pid_alive(arena_pid):
+                continue  # another arena's, or a live arena's
+            # a bot its dead arena could not end (it was still starting): end it now
+            for pid in _read(str(base / name / "cgroup.procs")).split():
+                _signal(int(pid), signal.SIGKILL)
+                _signal(int(pid), signal.SIGCONT)
+            for _ in range(100):
+                _rmdir_quietly(base / name)
+                if not (base / name).exists():
+                    break
+                time.sleep(0.005)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,297 @@
+"""One external bot as the referee reaches it: a ``cmd:`` process the arena runs (started,
+greeted, restarted after a crash, stopped between its calls, pinned to a core, ended),
+or an address it only reaches (``grpc://``, ``grpcs://``, ``unix:``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import trio
+
+from arena import __version__
+from arena.model.errors import BotStartError
+from arena.model.faults import Fault
+from arena.model.limits import Confinement
+from arena.model.results import BotInfo
+from arena.model.spec import BotSpec
+from arena.proc.logs import LogFolder
+from arena.proc.process import BotProcess
+from arena.wire.channels import Channel, remote_channel, wait_serving
+from arena.wire.client import BotClient, CallFailed
+from arena.wire.serde import PROTOCOL_VERSION, WireError
+
+HELLO_TIMEOUT_S = 5.0
+
+
+EXIT_WAIT_S = 0.5
+"""How long a failed call waits for the bot process to have exited, to say so."""
+
+
+class HandshakeError(RuntimeError):
+    """A bot that cannot play: unreachable, wrong protocol version, or not this game.
+
+    The message is one line naming the bot.
+    """
+
+
+class BotConnection:
+    """One external bot: a ``cmd:`` process the arena runs, or a ``grpc://``/``unix:`` address.
+
+    :meth:`open` starts (or reaches) it and does the hand-shake; :meth:`client` returns
+    the client for the next call, restarting a crashed process first (a new process,
+    greeted and checked like the first); :meth:`aclose` ends it. Between its calls the
+    process is stopped (where it has a cgroup): a bot uses CPU only while it is asked.
+    """
+
+    def __init__(self, name: str, spec: BotSpec, log_dir: Path | LogFolder, startup_s: float = 10.0,
+                 cwd: Path | None = None, confinement: Confinement | None = None,
+                 hide: tuple[Path, ...] = (), expect: BotInfo | None = None,
+                 idle: bool = False) -> None:
+        if spec.kind == "builtin":
+            raise ValueError("a built-in bot needs no connection")
+        self.name = name
+        self.spec = spec
+        self.info: BotInfo | None = None
+        self.expect = expect
+        """The hand-shake a restarted (or pooled) process must repeat: name and protocol."""
+        self.restarts = 0
+        self.games = 0
+        """Games this connection has been leased for (see :mod:`arena.play.pool`)."""
+        self.deals: set[int] = set()
+        """Deal seeds this connection's processes have seen (see :mod:`arena.play.pool`)."""
+        self._startup_s = startup_s
+        self._cwd = cwd
+        self._logs = log_dir if isinstance(log_dir, LogFolder) else LogFolder(log_dir)
+        self.confinement = confinement or Confinement()
+        self._hide = hide
+        self._idle = idle
+        self._process: BotProcess | None = None
+        self._channel: Channel | None = None
+        self._retired: list[Channel] = []
+        """Channels replaced by a restart, closed once no call is in flight."""
+        self._client: BotClient | None = None
+        self._lock = trio.Lock()
+        self._dead = ""
+        self._busy = 0
+        self._core: int | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._process.log_path if self._process else None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def process(self) -> BotProcess | None:
+        """The current process (a restart replaces it)."""
+        return self._process
+
+    @property
+    def usable(self) -> bool:
+        """Connected, and not given up on after a failed restart."""
+        return not self._dead and self._client is not None and (
+            self._process is None or self._process.alive())
+
+    async def open(self, game: str | None = None) -> BotInfo:
+        """Start or reach the bot and do the hand-shake; :class:`HandshakeError` if it fails."""
+        try:
+            await self._connect()
+            info = await self._greet()
+        except BotStartError as e:
+            await self._end_process()
+            raise HandshakeError(str(e)) from None
+        except BaseException:  # a failed hand-shake, or a cancelled one: no process left
+            await self._end_process()
+            raise
+        if game is not None and game not in info.games:
+            await self._end_process()
+            raise HandshakeError(f"bot {self.name}: does not play {game} "
+                                 f"(it plays {', '.join(info.games)})")
+        self.info = info
+        self.expect = self.expect or info
+        self._rest()
+        return info
+
+    async def _greet(self) -> BotInfo:
+        """Hello, checked: the protocol version, and for a restarted or pooled process the
+        same name and version as the first."""
+        if self._client is None:
+            raise HandshakeError(f"bot {self.name}: not connected")
+        try:
+            info = await self._client.hello(__version__, HELLO_TIMEOUT_S)
+        except CallFailed as e:
+            if e.code == "UNAUTHENTICATED":
+                token = "our token" if self.spec.remote.token else "us (we sent no token)"
+                raise HandshakeError(f"bot {self.name}: refused {token}: UNAUTHENTICATED"
+                                     + (f" {e.details}" if e.details else "")) from None
+            raise HandshakeError(f"bot {self.name}: hand-shake failed: {e}") from None
+        except WireError as e:
+            raise HandshakeError(f"bot {self.name}: bad hand-shake: {e}") from None
+        if not 1 <= info.protocol_version <= PROTOCOL_VERSION:
+            raise HandshakeError(f"bot {self.name}: speaks protocol version "
+                                 f"{info.protocol_version}; this referee speaks 1.."
+                                 f"{PROTOCOL_VERSION}")
+        expect = self.expect
+        if expect is not None and (info.name, info.protocol_version) != (
+                expect.name, expect.protocol_version):
+            raise HandshakeError(
+                f"bot {self.name}: a new process answered the hand-shake as "
+                f"{info.name!r} (protocol {info.protocol_version}), not as "
+                f"{expect.name!r} (protocol {expect.protocol_version})")
+        return info
+
+    async def _connect(self) -> None:
+        self._retire_channel()
+        if self.spec.kind == "cmd":
+            self._process = BotProcess(
+                self.name, self.spec.value, self._logs.next_path(self.name),
+                self._startup_s, self._cwd, self.confinement, self._hide,
+                idle=self._idle and self._process is None)  # a restart is awaited
+            self._process.spawn()
+            self._process.pin(self._core)
+            self._channel = await self._process.ready()
+        else:
+            channel = remote_channel(self.spec, self.name)
+            try:
+                await wait_serving(channel, time.monotonic() + self._startup_s, self.name)
+            except BaseException:
+                channel.close()
+                raise
+            self._channel = channel
+        self._client = BotClient(self._channel)
+        self._client.keep_polling()
+
+    async def client(self, restart: bool = True) -> BotClient | None:
+        """The client for the next call; a crashed process is restarted first (and greeted
+        with Hello again). With ``restart`` False, None instead of a restart.
+
+        Raises :class:`Fault` (``crash``) when the bot cannot be restarted.
+        """
+        if self._dead:
+            raise Fault("crash", self._dead)
+        process = self._process
+        if self.spec.kind == "cmd" and (self._client is None or process is None
+                                        or not process.alive()):
+            if not restart:
+                return None
+            async with self._lock:
+                if self._dead:
+                    raise Fault("crash", self._dead)
+                if (self._client is None or self._process is None
+                        or not self._process.alive()):
+                    await self._restart()
+        if self._client is None:
+            raise Fault("crash", "not connected")
+        return self._client
+
+    async def _restart(self) -> None:
+        # Shielded, so a decision's deadline cannot leave a half-started process behind;
+        # the start-up limit still bounds it.
+        self.restarts += 1
+        with trio.CancelScope(shield=True):
+            await self._end_process()
+            try:
+                await self._connect()
+                await self._greet()
+            except (BotStartError, HandshakeError) as e:
+                await self._end_process()
+                self._dead = f"restart failed: {e}"
+                raise Fault("crash", self._dead) from None
+            if not self._busy:
+                self._rest()
+
+    async def failure(self, error: CallFailed,
+                      process: BotProcess | None) -> tuple[str, str]:
+        """What a failed call means, as a fault (kind, detail): the exit of ``process``
+        (the one the call went to), a limit it hit, or the transport error."""
+        if process is not None:
+            # a dying process closes its socket a moment before it has exited
+            with trio.move_on_after(EXIT_WAIT_S):
+                while process.returncode is None:
+                    await trio.sleep(0.005)
+            if process.returncode is not None:
+                limit = process.limit_detail()
+                if limit is not None:
+                    return "resource", f"{limit}; the process was ended; restarting it"
+                return "crash", f"the bot process {process.exit_text()}; restarting it"
+        return "crash", f"connection failed: {error.details}"
+
+    # -- stopping the bot between its calls -----------------------------------------
+
+    def wake(self) -> None:
+        """Before a call: thaw the process (calls may overlap in ``shared`` isolation)."""
+        self._busy += 1
+        if self._process is not None:
+            self._process.thaw()
+
+    def rest(self) -> None:
+        """After a call: freeze the process once no call is in flight."""
+        self._busy -= 1
+        if not self._busy:
+            self._rest()
+            self._close_retired()
+
+    def _rest(self) -> None:
+        if self._process is not None and self._process.alive():
+            self._process.freeze()
+
+    def cpu_ns(self, stopped_ok: bool = False) -> int | None:
+        return self._process.cpu_ns(stopped_ok) if self._process is not None else None
+
+    def hurry(self, core: int | None) -> None:
+        """A game now waits for this connection while its process starts (a spare started
+        ahead, at idle priority): start it at normal priority, held to the game's core."""
+        self._idle = False
+        self.pin(core)
+        if self._process is not None:
+            self._process.hurry()
+
+    def pin(self, core: int | None) -> None:
+        """Hold this bot to ``core`` while it plays a game (a restart keeps it there):
+        with one game per core, a thinking bot has its core to itself, and cannot take
+        another game's core by spinning threads."""
+        self._core = core
+        if self._process is not None:
+            self._process.pin(core)
+
+    # -- ending ---------------------------------------------------------------------
+
+    def _retire_channel(self) -> None:
+        # a channel is closed only at the end: closing it under calls still in flight
+        # (another game's, in shared isolation) would turn their failure into CANCELLED
+        if self._client is not None:
+            self._client.close()
+        if self._channel is not None:
+            self._retired.append(self._channel)
+        self._channel = None
+        self._client = None
+        if not self._busy:
+            self._close_retired()
+
+    def _close_retired(self) -> None:
+        for channel in self._retired:
+            channel.close()
+        self._retired.clear()
+
+    async def _end_process(self) -> None:
+        if self._process is not None:
+            with trio.CancelScope(shield=True):
+                await self._process.aclose()
+
+    async def aclose(self) -> None:
+        """End the bot (if the arena started it) and its channels; safe to call twice."""
+        self._retire_channel()
+        with trio.CancelScope(shield=True):
+            await self._end_process()
+        self._close_retired()
+
+    def close(self) -> None:
+        """A blocking :meth:`aclose`, for the last clean-up outside trio."""
+        self._retire_channel()
+        if self._process is not None:
+            self._process.stop_now()
+        self._close_retired()
+

@@ -1,0 +1,367 @@
+"""Bot specs, and the bot processes the arena starts, watches, restarts and ends.
+
+A spec is a built-in name (``random``, ``heuristic``), ``cmd:<command line>`` (a child
+process the arena starts in its own process group, listening on a fresh unix socket in a
+private temporary directory, named in ``ARENA_BOT_LISTEN``), or ``grpc://host:port`` /
+``grpcs://host:port`` (TLS) / ``unix:PATH`` (a bot already running, never started or
+stopped by the arena). How a remote bot is reached (its CA, server name, bearer token,
+whether plain ``grpc://`` beyond this machine is allowed) is its :class:`Remote`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from arena.model.errors import BotStartError, SandboxError
+from arena.model.files import FolderError, private_dir, safe_name
+from arena.model.limits import Confinement
+from arena.model.spec import command_args
+from arena.proc.bwrap import bwrap_args, idle_start_possible, spawn_wrapper
+from arena.proc.cgroup import Cgroup, limit_mechanism
+from arena.proc.logs import drain_to_log, open_new_log
+from arena.wire.channels import Channel, new_channel, wait_serving
+
+_BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
+"""Variables of the arena's environment a bot it starts does not inherit: that bot serves
+on a private unix socket, without TLS or a token."""
+
+
+class BotProcess:
+    """One ``cmd:`` bot process, confined (see :mod:`arena.sandbox`), on a private socket.
+
+    :meth:`spawn` starts it; :meth:`ready` waits until it serves and returns a channel;
+    :meth:`aclose` ends it without blocking the trio thread (SIGTERM, then SIGKILL) and
+    removes its socket folder and cgroup. Its stderr goes to ``log_path``, cut off at
+    :data:`LOG_CAP_BYTES`. One object is one process: a restart is a new object, so an
+    exit code always belongs to the process that had it.
+    """
+
+    def __init__(self, name: str, command: str, log_path: Path, startup_s: float = 10.0,
+                 cwd: Path | None = None, confinement: Confinement | None = None,
+                 hide: tuple[Path, ...] = (), idle: bool = True) -> None:
+        self.name = name
+        self.command = command
+        self.idle = idle
+        """Start at idle CPU priority (a spare, started ahead); False for a start a game
+        waits for (it is held to that game's core instead)."""
+        self.log_path = log_path
+        self.startup_s = startup_s
+        self.cwd = cwd
+        self.confinement = confinement or Confinement(sandbox=False)
+        self.hide = hide
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: str | None = None
+        self._cgroup: Cgroup | None = None
+        self._deadline = 0.0
+        self._exit_code: int | None = None
+        self.target = ""
+
+    @property
+    def pid(self) -> int | None:
+        """The process id while it is ours (None before the start and after the end)."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        """None while the process runs (or before it was started); then its exit code."""
+        if self._exit_code is None and self._proc is not None:
+            self._exit_code = self._proc.poll()
+        return self._exit_code
+
+    def alive(self) -> bool:
+        return self._proc is not None and self.returncode is None
+
+    def spawn(self) -> None:
+        """Start the process (confined, in its cgroup); :class:`BotStartError` if it cannot."""
+        if self._proc is not None:
+            raise RuntimeError("a BotProcess starts once")
+        cwd = (self.cwd or Path.cwd()).absolute()
+        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-")
+        socket_path = os.path.join(self._dir, "bot.sock")
+        self.target = f"unix:{socket_path}"
+        confinement = self.confinement
+        args = command_args(self.command)
+        program = shutil.which(args[0], path=os.environ.get("PATH")) if os.sep not in args[0] \
+            else str(cwd / args[0])
+        if program is None or not os.path.exists(program):
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
+                                f"No such file or directory")
+        if not os.access(program, os.X_OK) or os.path.isdir(program):
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
+                                f"Permission denied")
+        env = bot_environment(self.target, confinement)
+        mechanism = limit_mechanism()
+        try:
+            if confinement.sandbox:
+                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide)
+                env = {}
+            else:
+                env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
+                       **env}
+            if mechanism.cgroups:
+                self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
+        except SandboxError as e:
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: {e}") from None
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
+        try:  # a new file in a folder of ours: a planted symlink is never followed
+            private_dir(self.log_path.parent)
+            log_fd, self.log_path = open_new_log(self.log_path)
+        except (FolderError, OSError) as e:
+            self._cleanup()
+            why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
+            raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
+        try:
+            self._proc = subprocess.Popen(
+                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            os.close(log_fd)
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
+                                f"{e.strerror}") from None
+        drain_to_log(self._proc, log_fd)
+        self._deadline = time.monotonic() + self.startup_s
+
+    async def ready(self) -> Channel:
+        """Wait until the spawned process serves; a channel to it. On failure the process
+        is ended and :class:`BotStartError` says why."""
+        assert self._proc is not None and self._dir is not None
+        socket_path = os.path.join(self._dir, "bot.sock")
+        try:
+            starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
+                        else None)
+            while not os.path.exists(socket_path):
+                if starting is not None and self.idle:
+                    starting.idle_priority(self.confinement.sandbox)
+                if self.returncode is not None:
+                    raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
+                                        f"serving; see {self.log_path}")
+                if time.monotonic() > self._deadline:
+                    raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g}"
+                                        f" s (does it listen on $ARENA_BOT_LISTEN?); "
+                                        f"see {self.log_path}")
+                await trio.sleep(0.005)
+            channel = new_channel(self.target)
+            try:
+                await wait_serving(channel, self._deadline, self.name, self._ended_before_serving)
+            except BaseException:
+                channel.close()
+                raise
+            if starting is not None:
+                starting.normal_priority()  # it started at idle priority
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+            raise
+        return channel
+
+    def _ended_before_serving(self) -> str | None:
+        if self.returncode is None:
+            return None
+        return f"{self.exit_text()} before serving; see {self.log_path}"
+
+    def hurry(self) -> None:
+        """Stop starting at idle priority: a game now waits for this process."""
+        if self.idle:
+            self.idle = False
+            if self._cgroup is not None and idle_start_possible(self._cgroup):
+                self._cgroup.normal_priority()
+
+    async def start(self) -> Channel:
+        """:meth:`spawn`, then :meth:`ready`."""
+        self.spawn()
+        return await self.ready()
+
+    # -- while it runs ----------------------------------------------------------------
+
+    def freeze(self) -> None:
+        """Stop the bot's processes between its calls (where it has a cgroup)."""
+        if self._cgroup is not None:
+            self._cgroup.freeze()
+
+    def thaw(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.thaw()
+
+    def pin(self, core: int | None) -> None:
+        """Hold the bot's processes to one core (None: release), where cgroups allow."""
+        if self._cgroup is not None:
+            self._cgroup.pin(core)
+
+    def cpu_ns(self, stopped_ok: bool = False) -> int | None:
+        """CPU time the bot's processes have used so far (None where not measurable).
+        With ``stopped_ok``, the figure noted when it was last stopped, if it still is
+        (it cannot have changed: one file read less per decision)."""
+        cgroup = self._cgroup
+        if cgroup is None:
+            return None
+        if stopped_ok and cgroup.stopped and cgroup.cpu_at_rest is not None:
+            return cgroup.cpu_at_rest
+        return cgroup.cpu_ns()
+
+    def limit_detail(self) -> str | None:
+        """The limit an ended process ran into, as a fault detail ("memory limit 1024 MiB
+        reached"), or None when it ended for another reason."""
+        limits = self.confinement.limits
+        if self._cgroup is not None:
+            hit = self._cgroup.limit_hit()
+            if hit is not None:
+                return hit
+        code = self.returncode
+        signo = -code if code is not None and code < 0 else (
+            code - 128 if code is not None and code > 128 else 0)
+        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s and
+                                       (self.cpu_ns() or 0) >= limits.cpu_s * 10**9):
+            return f"CPU time limit {limits.cpu_s} s reached"
+        if signo == signal.SIGXFSZ:
+            return f"file size limit {limits.file_mb} MiB reached"
+        return None
+
+    def exit_text(self) -> str:
+        """How the process ended, for fault details: ``exited with code 3``."""
+        code = self.returncode
+        if code is None:
+            return "still running"
+        limit = self.limit_detail()
+        if limit is not None:
+            return limit
+        if code < 0:
+            return f"was killed by {_signal_name(-code)}"
+        if code > 128 and self.confinement.sandbox:  # bubblewrap reports a signal so
+            return f"was killed by {_signal_name(code - 128)}"
+        return f"exited with code {code}"
+
+    # -- ending it --------------------------------------------------------------------
+
+    async def aclose(self, grace_s: float = 1.0) -> None:
+        """End the process and everything it started: SIGTERM, then SIGKILL after
+        ``grace_s``. Never blocks the trio thread; safe to call twice."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._signal_all(signal.SIGTERM)
+            with trio.move_on_after(grace_s):
+                while proc.poll() is None:
+                    await trio.sleep(0.005)
+        if proc is not None:
+            self._signal_all(signal.SIGKILL)
+            with trio.move_on_after(5):
+                while proc.poll() is None:
+                    await trio.sleep(0.005)
+            # the cgroup empties a moment after the leader is reaped
+            with trio.move_on_after(1):
+                while self._cgroup is not None and self._cgroup.pids():
+                    self._signal_all(signal.SIGKILL)
+                    await trio.sleep(0.005)
+        self._finish()
+
+    @property
+    def signals_reach_bot(self) -> bool:
+        """Whether SIGTERM reaches the bot's own processes: with cgroups, or outside the
+        sandbox. (Without cgroups it reaches bubblewrap, which ends the sandbox itself.)"""
+        return self._cgroup is not None or not self.confinement.sandbox
+
+    async def terminate(self, wait_s: float) -> float | None:
+        """SIGTERM, as :meth:`aclose` sends it, then wait up to ``wait_s`` for the process
+        to exit: the seconds it took, or None if it is still running (:meth:`aclose`
+        then ends it)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise RuntimeError("terminate() needs a running process")
+        started = time.monotonic()
+        self._signal_all(signal.SIGTERM)
+        with trio.move_on_after(wait_s):
+            while proc.poll() is None:
+                await trio.sleep(0.005)
+            return time.monotonic() - started
+        return None
+
+    def stop_now(self, grace_s: float = 1.0) -> None:
+        """A blocking :meth:`aclose`, for the last clean-up outside trio."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._signal_all(signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc is not None:
+            self._signal_all(signal.SIGKILL)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._finish()
+
+    def _signal_all(self, signo: int) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if self._cgroup is not None:
+            # thawed first: a frozen process does not act on signals (cgroup v1)
+            self._cgroup.thaw()
+            # SIGTERM goes to the bot, not to bubblewrap, which would end it with SIGKILL
+            spare = proc.pid if signo == signal.SIGTERM and self.confinement.sandbox else None
+            self._cgroup.kill_all(signo, spare)
+            if spare is not None:
+                return
+        try:  # the process group: the wrapper, bubblewrap or an unsandboxed bot's children
+            os.killpg(proc.pid, signo)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _finish(self) -> None:
+        proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
+        if proc is not None:
+            self._exit_code = proc.poll()
+            if proc.stderr is not None:
+                try:
+                    proc.stderr.close()
+                except OSError:
+                    pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._cgroup is not None and not self._cgroup.pids():
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._dir is not None:
+            for entry in os.listdir(self._dir):
+                try:
+                    os.unlink(os.path.join(self._dir, entry))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(self._dir)
+            except OSError:
+                pass
+            self._dir = None
+
+
+def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
+    """The variables a bot process gets (documented in docs/protocol.md): the listen
+    address, and in the sandbox a plain PATH, HOME and locale; plus what the tournament
+    file grants the bot."""
+    env = {"ARENA_BOT_LISTEN": target, "PYTHONUNBUFFERED": "1"}
+    if confinement.sandbox:
+        env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
+                    "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(dict(confinement.env))
+    return env
+
+
+def _signal_name(signo: int) -> str:
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return f"signal {signo}"

@@ -1,0 +1,245 @@
+"""The static site of a tournament: ``arena publish DIR --out SITE``.
+
+:func:`publish` reads the tournament store once, in schedule order. While the games
+stream past on their way into :func:`~arena.leaderboard.build_leaderboard`, each one
+is written out as its replay page and as a line of ``data/games.jsonl``, and only a few
+numbers per game are kept (for the games list and the bots' fault tables), so the time
+and memory grow linearly with the games. Then the leaderboard, bot, games-list and
+tournament pages are written, with their charts drawn as SVG here (see
+:mod:`arena.publish.charts`). The site is built in a temporary folder beside SITE and
+renamed into place at the end, so SITE is never half written and files of an earlier
+publish (games that no longer exist) do not linger. See ``docs/publishing.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from arena.model.files import MARKER, read_marker, write_marker
+from arena.publish.markup import (
+    Slugs,
+    slug,
+)
+from arena.publish.pages import (
+    FaultRow,
+    GameRow,
+    bot_page,
+    game_page,
+    games_page,
+    index_page,
+    tournament_page,
+)
+from arena.report.board import (
+    build_leaderboard,
+)
+from arena.report.text import render_json
+from arena.tournament.store import Store, StoredGame
+
+ASSETS = ("site.css", "site.js", "replay.js", "favicon.svg")
+
+
+SITE_MARKER = Path("data") / "leaderboard.json"
+"""A folder holding this file (and only site files) is taken for an earlier publish made
+before sites were marked (:data:`arena.files.MARKER`), which may be replaced."""
+
+
+_SITE_FILE = re.compile(
+    r"(index|games|tournament)\.html|" + re.escape(MARKER) + r"|(games|bots)/[^/]+\.html"
+    r"|data/(leaderboard\.json|games\.jsonl)|assets/("
+    + "|".join(re.escape(name) for name in ASSETS) + ")")
+"""The files of a site (paths relative to it): what a publish may replace."""
+
+
+_SITE_DIRS = ("games", "bots", "data", "assets")
+
+
+class PublishError(Exception):
+    """The site cannot be built where asked (one line, for the command line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What :func:`publish` wrote."""
+
+    site: Path
+    games: int
+    bots: int
+    size: int
+    """Total bytes of the site's files."""
+
+
+def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
+    """Build the site of the tournament in ``folder`` (which must hold a store) into
+    ``out``, replacing an earlier publish there. Raises :class:`PublishError` when there
+    is no store in ``folder`` or ``out`` is unusable (it holds other files, or holds the
+    tournament itself)."""
+    if not Store.exists(folder):
+        raise PublishError(f"{folder}: no tournament here")
+    out = out.resolve()
+    _check_target(folder.resolve(), out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        with Store.open(folder) as store:
+            meta = store.meta()
+            registered = store.bots()
+            total = store.count_done()
+            names = [str(b["name"]) for b in registered]
+            site = Site(staging, meta, Slugs(names), total)
+            if resamples is None:  # as the tournament's own leaderboard was built
+                stored = meta.get("resamples", "")
+                resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
+            lb = build_leaderboard(site.tap(store.iter_games()), meta, registered,
+                                   resamples=resamples)
+        site.finish(lb, registered)
+        write_marker(staging, "site")
+        os.chmod(staging, 0o755)  # mkdtemp makes the folder private; a site is public
+        size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+        _swap(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Summary(out, len(site.rows), len(lb["bots"]), size)
+
+
+def _check_target(folder: Path, out: Path) -> None:
+    if out == folder or folder.is_relative_to(out):
+        raise PublishError(f"{out}: the site folder must not hold the tournament; "
+                           "choose another --out")
+    if out.exists():
+        if not out.is_dir():
+            raise PublishError(f"{out}: exists and is not a folder")
+        why = _not_a_site(out)
+        if why is not None:
+            raise PublishError(f"{out}: exists and is not an earlier trick-arena site "
+                               f"({why}); choose an empty or new folder")
+
+
+def _not_a_site(out: Path) -> str | None:
+    """Why the folder ``out`` may not be replaced by a site (None when it may): it must
+    be empty, or be marked as a site (or hold ``data/leaderboard.json``, from before the
+    marker) and hold nothing but site files, none of them a symlink."""
+    if not any(out.iterdir()):
+        return None
+    marker = read_marker(out)
+    if marker is not None and marker["kind"] != "site":
+        return f"a trick-arena {marker['kind']} folder"
+    if marker is None and not (out / SITE_MARKER).is_file():
+        return f"no {MARKER} file"
+    for root, dirs, files in os.walk(out):
+        for name in sorted(dirs) + sorted(files):
+            path = Path(root, name)
+            rel = path.relative_to(out).as_posix()
+            if path.is_symlink() or not (rel in _SITE_DIRS if name in dirs
+                                         else _SITE_FILE.fullmatch(rel)):
+                return f"{rel} is not a site file"
+    return None
+
+
+def _swap(staging: Path, out: Path) -> None:
+    """Put ``staging`` where ``out`` is, removing the old ``out``."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    old.rmdir()
+    out.rename(old)
+    try:
+        staging.rename(out)
+    except BaseException:
+        old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+class Site:
+    """The site being built in ``dir``: game pages as the games stream past, the rest at
+    the end."""
+
+    def __init__(self, folder: Path, meta: Mapping[str, str], slugs: Slugs,
+                 total: int) -> None:
+        self.dir = folder
+        self.meta = meta
+        self.slugs = slugs
+        self.total = total
+        self.name = meta.get("name") or "Tournament"
+        self.rows: list[GameRow] = []
+        self.faults: dict[str, list[FaultRow]] = {}
+        self._pending: StoredGame | None = None
+        self._previous: str | None = None
+        (folder / "games").mkdir()
+        (folder / "bots").mkdir()
+        (folder / "data").mkdir()
+        (folder / "assets").mkdir()
+
+    # -- the games, one at a time -----------------------------------------------------
+
+    def tap(self, games: Iterable[StoredGame]) -> Iterator[StoredGame]:
+        """Pass ``games`` through, writing each one's page and JSON line on the way."""
+        with open(self.dir / "data" / "games.jsonl", "w", encoding="utf-8",
+                  newline="\n") as jsonl:
+            for game in games:
+                jsonl.write(json.dumps(game.record, separators=(",", ":")) + "\n")
+                self._add(game)
+                yield game
+        self._flush(None)
+
+    def _add(self, game: StoredGame) -> None:
+        record = game.record
+        faults = record.get("faults") or []
+        for name in game.bots:
+            self.slugs.add(name)
+        self.rows.append(GameRow(game.id, game.seq, game.table_no, game.deal_no,
+                                 game.rotation, tuple(game.bots),
+                                 tuple(int(t) for t in record["totals"]),
+                                 tuple(int(p) for p in record["places"]), len(faults)))
+        for f in faults:
+            seat = int(f["seat"])
+            self.faults.setdefault(game.bots[seat], []).append(FaultRow(
+                game.id, seat, f.get("round"), f.get("trick"), str(f.get("kind")),
+                str(f.get("detail", "")), str(f.get("action", "")),
+                bool(f.get("forfeited"))))
+        self._flush(game)
+
+    def _flush(self, following: StoredGame | None) -> None:
+        """Write the pending game's page, now that the next one (or none) is known."""
+        if self._pending is not None:
+            pending = self._pending
+            _write(self.dir / "games" / f"{slug(pending.id)}.html", game_page(
+                pending, self, self._previous, following.id if following else None,
+                len(self.rows) - (1 if following else 0)))
+            self._previous = pending.id
+        self._pending = following
+
+    # -- the rest -----------------------------------------------------------------------
+
+    def finish(self, lb: Mapping[str, Any], registered: Sequence[Mapping[str, Any]]) -> None:
+        _write(self.dir / "data" / "leaderboard.json", render_json(lb))
+        _write(self.dir / "index.html", index_page(lb, self))
+        _write(self.dir / "games.html", games_page(lb, self))
+        _write(self.dir / "tournament.html", tournament_page(lb, self, registered))
+        authors = {str(b["name"]): str(b.get("author") or "") for b in registered}
+        for entry in lb["bots"]:
+            _write(self.dir / "bots" / f"{self.slugs[entry['name']]}.html",
+                   bot_page(entry, lb, self, authors.get(entry["name"], "")))
+        assets = resources.files("arena.publish").joinpath("assets")
+        for name in ASSETS:
+            (self.dir / "assets" / name).write_bytes(assets.joinpath(name).read_bytes())
+
+
+__all__ = ["PublishError", "Summary", "publish", "slug"]
