@@ -58,6 +58,7 @@ $(BUF_STAMP): tools/buf/package-lock.json
 lint: $(STAMP) $(BUF_STAMP)
 	$(BIN)/ruff check arena tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m arena._genproto --check
 	if [ -f $(BUF_STAMP) ]; then cd tools/buf && npx --no -- buf lint ../..; fi
 

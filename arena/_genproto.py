@@ -25,7 +25,7 @@ GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 INIT_TEXT = '''"""Generated code of the arena.v1 protocol (proto/arena/v1). Do not edit.
 
 Regenerate with ``python -m arena._genproto``; conversions to and from the domain
-values are in :mod:`arena.wire`.
+values are in :mod:`arena.wire.serde`.
 """
 '''
 

@@ -2,9 +2,9 @@
 
 Workloads, measured in turn in one trio run (repetitions interleaved, medians quoted):
 
-- ``referee_1``: the referee (:func:`arena.referee.play_game`) plays one Wizard game at a
+- ``referee_1``: the referee (:func:`arena.play.referee.play_game`) plays one Wizard game at a
   time (4 players, all 15 rounds) against four ``sample_bots/python/random_bot.py``
-  processes, started as ``cmd:`` bots by :func:`arena.players.seated_players`;
+  processes, started as ``cmd:`` bots by :func:`arena.play.seats.seated_players`;
 - ``raw_1``: a raw grpcio unary ping-pong with one call in flight: a request of the size
   of a mid-game ``PlayRequest``, sent as bytes to a bytes-in, bytes-out handler
   (:mod:`benchmarks.pingpong_server`) that answers a fixed ``PlayResponse``;
@@ -18,8 +18,8 @@ Workloads, measured in turn in one trio run (repetitions interleaved, medians qu
   serve with one worker, and the SDK reads no setting for it).
 
 Same transport everywhere: unix sockets, the arena's channel options
-(:func:`arena.botproc.new_channel`), the SDK's server options, one server thread, and
-every call made by :func:`arena.trio_grpc.unary_call`, as the referee makes them. A
+(:func:`arena.wire.channels.new_channel`), the SDK's server options, one server thread, and
+every call made by :func:`arena.wire.trio_grpc.unary_call`, as the referee makes them. A
 decision is a bid, a trump choice or a card play; the referee's RoundEnded and GameEnded
 notifications are not counted, but their cost is in the time. The bar: the referee's
 rate is at least 0.7 of the raw calls/s with 1 and with 8 in flight (the goal is 0.9),
@@ -587,7 +587,7 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
           f"average {mean_size:.0f} bytes), {len(REPLY)}-byte reply, 1 server thread; "
           "unit = calls", file=out)
     print("all: unix sockets, the arena's channel options, calls by "
-          "arena.trio_grpc.unary_call (sync stub .future() + trio wake-up); CPU: client "
+          "arena.wire.trio_grpc.unary_call (sync stub .future() + trio wake-up); CPU: client "
           "(this process) and servers (bots), per unit, medians", file=out)
     _table(workloads, out)
 
@@ -599,8 +599,8 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
                  "bot_processes": BOTS, "bot_workers": 1, "games_at_once": CONCURRENT},
         "request": {"bytes": len(payload), "mean_decision_request_bytes": round(mean_size, 1),
                     "reply_bytes": len(REPLY),
-                    "transport": "unix socket, arena.botproc channel options",
-                    "calls": "arena.trio_grpc.unary_call"},
+                    "transport": "unix socket, arena.wire.channels options",
+                    "calls": "arena.wire.trio_grpc.unary_call"},
         "workloads": {},
         "faults": games.faults,
         "bar": {"ratio_min": BAR, "goal": GOAL},

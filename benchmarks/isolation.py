@@ -19,9 +19,9 @@
   3 built-ins, 4 seats, :data:`TRUMPS_DEALS` deals). Each round runs every variant of
   every field once, the variants' order rotated from round to round; medians over the
   rounds. The bar: deal / shared >= :data:`BAR` (the goal :data:`GOAL`).
-- **Start-up**: from :meth:`arena.botproc.BotProcess.spawn` to the first answered
-  ``Bid``: :meth:`arena.players.BotConnection.open` (spawn, health check, ``Hello``), then
-  :meth:`arena.players.RemotePlayer.decide` on the first view of a Wizard game, for the
+- **Start-up**: from :meth:`arena.proc.process.BotProcess.spawn` to the first answered
+  ``Bid``: :meth:`arena.proc.connection.BotConnection.open` (spawn, health check, ``Hello``), then
+  :meth:`arena.play.players.RemotePlayer.decide` on the first view of a Wizard game, for the
   Python sample heuristic bot and, where node and its packages are installed, the
   Node.js sample; sandboxed (bubblewrap) and not (``Confinement(sandbox=False)``: the
   cgroup, rlimits and idle start-up priority stay, so the difference is bubblewrap's,

@@ -4,7 +4,7 @@ It serves ``/arena.v1.BotService/Play`` as a generic bytes-in, bytes-out unary h
 (no parsing, no serializing): every request, whatever its bytes, gets the bytes of a
 fixed ``PlayResponse``. The transport is the sample bots' (a grpcio server with the SDK's
 message limits and thread pool, listening on ``$ARENA_BOT_LISTEN``), and it marks itself
-SERVING in the standard health service, so :class:`arena.botproc.BotProcess` starts it
+SERVING in the standard health service, so :class:`arena.proc.process.BotProcess` starts it
 like a bot. Run it as ``python -m benchmarks.pingpong_server [--workers N]`` from the
 repository root (as a module: run as a script, this directory would shadow ``grpc``).
 """

@@ -30,8 +30,8 @@ from arena.model.names import (
     clean,
     for_csv,
     for_markdown,
-    for_terminal,
 )
+from arena.report.format import for_terminal
 from arena.report.text import render_csv, render_markdown
 from arena.tournament.config import ConfigError, load_config
 

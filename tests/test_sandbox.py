@@ -6,6 +6,7 @@ plays whole tournaments against hostile bots."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import signal
@@ -63,18 +64,29 @@ def test_the_output_folder_is_covered_where_the_bot_folder_contains_it(tmp_path:
 
 
 @needs_sandbox
-def test_relative_paths_work_when_the_working_folder_is_not_visible(tmp_path: Path) -> None:
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "bot.py").write_text("")
-    argv = bwrap_args([sys.executable, "b/bot.py"], tmp_path / "sock", tmp_path,
-                      Confinement(), {})
-    # the bot's folder is visible, and so the working folder (its parent) exists
-    assert argv[-1] == "b/bot.py" and args_after("--chdir", argv) == [str(tmp_path)]
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    argv = bwrap_args([sys.executable, str(tmp_path / "b" / "bot.py")], tmp_path / "s",
-                      elsewhere, Confinement(), {})
-    assert args_after("--chdir", argv) == ["/tmp"]
+def test_a_command_runs_as_written_in_its_folder_even_where_an_argument_names_a_file(
+        tmp_path: Path) -> None:
+    """The arena never rewrites a command: an argument equal to the name of a folder or
+    file in the working folder (here the output folder ``hog``) reaches the bot as
+    written, the bot starts in that folder (which exists in the sandbox, otherwise
+    empty), and relative paths in the command resolve as outside."""
+    tour = tmp_path / "tour"
+    (tour / "hog").mkdir(parents=True)
+    (tour / "bots").mkdir()
+    shutil.copy(TEST_BOTS / "named.py", tour / "bots" / "named.py")
+    shutil.copy(TEST_BOTS / "_common.py", tour / "bots" / "_common.py")
+    specs = [f"cmd:python {TEST_BOTS / 'named.py'} --name hog",  # the bot elsewhere
+             "cmd:python bots/named.py --name bots/named.py",  # relative, and a file
+             "random"]
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "play", "--game", "trumps", "--players", "3",
+         "--seed", "3", "--quiet", "--bots", ",".join(specs),
+         "--record", str(tmp_path / "r.json")],
+        cwd=tour, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "r.json").read_text())
+    # the names the bots were given on their command lines, as written
+    assert record["seats"] == ["hog", "bots/named.py", "random"]
 
 
 @needs_sandbox

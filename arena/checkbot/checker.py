@@ -6,7 +6,7 @@ follow-suit, a void hand, the hook rule, a turned Wizard, the last round without
 the Trumps announcement — and lets it play a few complete games against the built-in
 bots. A bot that did not decline ``RoundEnded`` must answer one; a ``cmd:`` bot's
 process must exit promptly on SIGTERM. Every question goes through
-:class:`~arena.players.RemotePlayer`, so deadlines and faults are exactly those of a
+:class:`~arena.play.players.RemotePlayer`, so deadlines and faults are exactly those of a
 real game. Each check passes or fails with its reason; the
 answer latencies close the report.
 
@@ -28,7 +28,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from arena.checkbot.situations import GAME_OPTIONS, SITUATIONS, Situation, _cards
+from arena.checkbot.situations import GAME_OPTIONS, SITUATIONS, Situation, cards_text
 from arena.model.faults import Fault
 from arena.model.limits import Confinement
 from arena.model.names import clean
@@ -39,6 +39,7 @@ from arena.play.players import RemotePlayer
 from arena.play.referee import GRACE_S, Player, TimeControl, ask, describe_action, play_game
 from arena.play.seats import builtin_player
 from arena.proc.connection import BotConnection, HandshakeError
+from arena.report.format import option_value
 from arena.rules import GAMES, Decision, Game, IllegalAction, View, new_game
 from arena.rules.cards import SUIT_LETTERS
 from arena.wire.client import CallFailed
@@ -95,18 +96,12 @@ def _legal_text(decision: Decision | None, legal: Sequence[int]) -> str:
     if len(legal) > 8:
         return f"{len(legal)} legal"
     if decision is Decision.PLAY:
-        return "legal " + _cards(legal)
+        return "legal " + cards_text(legal)
     if decision is Decision.TRUMP:
         return "legal " + " ".join(SUIT_LETTERS[s] for s in legal)
     return "legal " + " ".join(map(str, legal))
 
 
-def _option_text(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class _WatchedPlayer(RemotePlayer):
@@ -253,7 +248,7 @@ class Checker:
             else:
                 builtin = "heuristic" if (s + index) % 2 == 0 else "random"
                 players.append(builtin_player(builtin, builtin, seed, s))
-        described = ", ".join(f"{k}={_option_text(v)}" for k, v in game.options.items())
+        described = ", ".join(f"{k}={option_value(v)}" for k, v in game.options.items())
         title = f"game {index + 1}"
         head = f"seed {seed}, {described}, seat {seat}: "
         report = await play_game(game, players, TimeControl(self.move_ms), table_id=TABLE_ID,

@@ -111,7 +111,7 @@ def _lead_fits(second: Sequence[int], suit: int, follow: bool) -> bool:
     return _count(second, suit) == 0 and others >= 2
 
 
-def _cards(cards: Sequence[int]) -> str:
+def cards_text(cards: Sequence[int]) -> str:
     return " ".join(format_card(c) for c in cards)
 
 

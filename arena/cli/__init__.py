@@ -12,12 +12,12 @@ from arena import __version__
 from arena.cli.checkbot import add_parser as add_check_bot_parser
 from arena.cli.checkbot import cmd_check_bot
 from arena.cli.common import (
+    Parser,
     UsageError,
-    _open_store,
-    _Parser,
     add_clock_flags,
     add_remote_flags,
     add_sandbox_flags,
+    open_store,
 )
 from arena.cli.match import add_parser as add_match_parser
 from arena.cli.play import cmd_play
@@ -29,9 +29,9 @@ from arena.rules import GAMES
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="arena", description="A bot-tournament arena for trick-taking games.")
+    parser = Parser(prog="arena", description="A bot-tournament arena for trick-taking games.")
     parser.add_argument("--version", action="version", version=f"trick-arena {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     play = sub.add_parser(
         "play", help="play one game and print it",
@@ -112,7 +112,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.cli.tournament import leaderboard_command
     from arena.tournament.store import StoreError
 
-    with _open_store(args.folder) as store:
+    with open_store(args.folder) as store:
         try:
             return leaderboard_command(store, args.folder, args.format, args.resamples)
         except StoreError as e:

@@ -106,12 +106,12 @@ class UsageError(Exception):
     """A mistake in the command line: printed as one line, exit code 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _game_options(game: str, players: int | None, pairs: list[str]) -> dict[str, Any]:
+def game_options(game: str, players: int | None, pairs: list[str]) -> dict[str, Any]:
     game_class(game)
     specs = option_specs(game)
     given = parse_option_texts(game, specs, pairs)
@@ -148,7 +148,7 @@ def split_bots(text: str) -> list[str]:
     return out
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     try:
         with atomic_writer(path) as out:
             out.write(json.dumps(data, separators=(",", ":")) + "\n")
@@ -156,7 +156,7 @@ def _write_json(path: Path, data: Any) -> None:
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _open_store(folder: Path) -> Any:
+def open_store(folder: Path) -> Any:
     from arena.tournament.store import Store, StoreError
 
     if not Store.exists(folder):

@@ -14,11 +14,11 @@ import trio
 
 from arena.cli.common import (
     UsageError,
-    _game_options,
-    _write_json,
     confinement_from_args,
+    game_options,
     remote_from_args,
     split_bots,
+    write_json,
 )
 from arena.cli.interrupt import sigterm_as_ctrl_c
 from arena.human.terminal import HUMAN, TerminalPlayer
@@ -39,7 +39,7 @@ from arena.rules import Game, OptionError, new_game
 
 def cmd_play(args: argparse.Namespace) -> int:
     try:
-        options = _game_options(args.game, args.players, args.option)
+        options = game_options(args.game, args.players, args.option)
         seed = args.seed if args.seed is not None else secrets.randbits(32)
         game = new_game(args.game, options, seed)
     except OptionError as e:
@@ -102,7 +102,7 @@ def cmd_play(args: argparse.Namespace) -> int:
             _remove_if_empty(log_dir)
     record = report.record
     if args.record:
-        _write_json(args.record, record)
+        write_json(args.record, record)
         print(f"record written to {args.record}")
     if web is not None:
         from arena.human.web import replay_page

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from arena.cli.common import UsageError, _open_store
+from arena.cli.common import UsageError, open_store
 from arena.model.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
 from arena.model.errors import one_line
 from arena.model.record import (
@@ -136,7 +136,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from arena.tournament.store import StoreError
 
     out = args.out or args.folder / "games.jsonl"
-    with _open_store(args.folder) as store:
+    with open_store(args.folder) as store:
         try:
             count = export_records(store, out)
         except OSError as e:

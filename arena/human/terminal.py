@@ -7,7 +7,7 @@ its number, a trump suit by its letter or name. An illegal answer is refused wit
 reason the rules give (:func:`arena.rules.reasons.illegal_reason`) and asked again. The
 browser seat (:mod:`arena.human.web`) takes the same answers. There is no time limit
 unless one is given (``move_ms``); end of input abandons the game
-(:class:`~arena.referee.Abandon`). See ``docs/playing.md``.
+(:class:`~arena.play.referee.Abandon`). See ``docs/playing.md``.
 """
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ title and is shown if you choose one.</p>
 
 def replay_page(record: Mapping[str, Any]) -> str:
     """The finished game in the site's replay viewer (``replay.js``)."""
-    from arena.publish.replay import _script_json, replay_section
+    from arena.publish.replay import replay_section, script_json
 
     seats = [str(s) for s in record.get("seats") or []]
     body = replay_section(record, seats, lambda name: f"<span>{esc(name)}</span>",
@@ -321,7 +321,7 @@ def replay_page(record: Mapping[str, Any]) -> str:
 <p><a href="./">back to the table</a></p>
 <h1>Replay</h1>
 {body}
-<script type="application/json" id="record">{_script_json(record)}</script>
+<script type="application/json" id="record">{script_json(record)}</script>
 </main>
 </body>
 </html>

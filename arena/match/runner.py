@@ -1,5 +1,5 @@
 """Running a match: the tournament's machinery (bot pools, sandbox, fair clock, store,
-:func:`arena.game.run_game`) over the match's schedule, until the SPRT decides.
+:func:`arena.play.game.run_game`) over the match's schedule, until the SPRT decides.
 
 Games are started in schedule order, ``concurrency`` at a time, and each is stored when it
 ends. The test reads the deals in order: deal ``d`` is counted once its four games and

@@ -1,18 +1,12 @@
-"""Confinement of the bot processes the arena starts: bubblewrap, cgroups and rlimits.
+"""Bot processes' cgroups: limits, CPU accounting, the stop between calls, and how all
+that is done on this machine.
 
-A ``cmd:`` bot runs as ``sh`` (joins the bot's cgroups) -> ``prlimit`` (rlimits) ->
-``bwrap`` (namespaces, a read-only view of the files it needs) -> the bot's command.
-No ``preexec_fn`` is used: grpcio's fork handlers make that unsafe (GRPC-NOTES).
-
-* :class:`Limits` are the per-process limits; :func:`limit_mechanism` says how they are
-  enforced on this machine (cgroup v2, cgroup v1, or rlimits only).
+* :func:`limit_mechanism` says how limits are enforced here: cgroup v2 (with the
+  controllers delegated), cgroup v1, or rlimits only.
 * :class:`Cgroup` is one bot process's cgroup (one per controller on v1): limits, the
-  list of its processes (stopped with SIGSTOP between its calls: unlike the cgroup v1
-  freezer, a stopped process still dies with the arena), its CPU time, and why it was
-  killed.
-* :func:`bwrap_args` builds the sandbox's command line from a :class:`Confinement`.
-
-What a bot can see and do is stated in ``docs/protocol.md`` ("The sandbox").
+  list of its processes (stopped between its calls), its CPU time, its priority while it
+  starts, and why it was killed.
+* :func:`sweep_stale_cgroups` ends and removes what an arena that died left.
 """
 
 from __future__ import annotations

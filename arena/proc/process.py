@@ -35,7 +35,7 @@ on a private unix socket, without TLS or a token."""
 
 
 class BotProcess:
-    """One ``cmd:`` bot process, confined (see :mod:`arena.sandbox`), on a private socket.
+    """One ``cmd:`` bot process, confined (see :mod:`arena.proc.bwrap`), on a private socket.
 
     :meth:`spawn` starts it; :meth:`ready` waits until it serves and returns a channel;
     :meth:`aclose` ends it without blocking the trio thread (SIGTERM, then SIGKILL) and

@@ -1,7 +1,7 @@
 """The static site of a tournament: ``arena publish DIR --out SITE``.
 
 :func:`publish` reads the tournament store once, in schedule order. While the games
-stream past on their way into :func:`~arena.leaderboard.build_leaderboard`, each one
+stream past on their way into :func:`~arena.report.board.build_leaderboard`, each one
 is written out as its replay page and as a line of ``data/games.jsonl``, and only a few
 numbers per game are kept (for the games list and the bots' fault tables), so the time
 and memory grow linearly with the games. Then the leaderboard, bot, games-list and
@@ -49,7 +49,7 @@ ASSETS = ("site.css", "site.js", "replay.js", "favicon.svg")
 
 SITE_MARKER = Path("data") / "leaderboard.json"
 """A folder holding this file (and only site files) is taken for an earlier publish made
-before sites were marked (:data:`arena.files.MARKER`), which may be replaced."""
+before sites were marked (:data:`arena.model.files.MARKER`), which may be replaced."""
 
 
 _SITE_FILE = re.compile(

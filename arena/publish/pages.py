@@ -25,13 +25,14 @@ from arena.publish.markup import (
     pct,
     table,
 )
-from arena.publish.replay import _script_json, replay_section
+from arena.publish.replay import replay_section, script_json
 from arena.report.board import (
     DEFAULT_ISOLATION,
     INSECURE_NOTE,
     ISOLATION_MODES,
     UNSANDBOXED_NOTE,
 )
+from arena.report.format import ms, option_value, options_text, times_text
 from arena.report.text import isolation_line
 from arena.tournament.schedule import tables
 from arena.tournament.store import StoredGame
@@ -167,9 +168,9 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
         f'title="{esc(fault_title)}">{faults}{forfeits}</td>',
         f'<td data-col="latency" class="num"'
         f'{data_value(latency["p50"] if latency else None)}>'
-        f'{_ms(latency["p50"]) + " / " + _ms(latency["p95"]) if latency else "–"}</td>',
+        f'{ms(latency["p50"]) + " / " + ms(latency["p95"]) if latency else "–"}</td>',
         f'<td data-col="cpu" class="num"{data_value(cpu["p50"] if cpu else None)}>'
-        f'{_ms(cpu["p50"]) + " / " + _ms(cpu["p95"]) if cpu else "–"}</td>',
+        f'{ms(cpu["p50"]) + " / " + ms(cpu["p95"]) if cpu else "–"}</td>',
     ]
     classes = " ".join(c for c, on in (("is-provisional", b["provisional"]),
                                         ("is-unsandboxed", not sandboxed),
@@ -181,16 +182,8 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
             + "".join(cells) + "</tr>")
 
 
-def _ms(value: float) -> str:
-    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
 
 
-def _times_text(times: Mapping[str, float] | None, missing: str) -> str:
-    """``p50 … ms, p95 … ms, max … ms`` of a leaderboard time entry, else ``missing``."""
-    if not times:
-        return missing
-    return (f"p50 {_ms(times['p50'])} ms, p95 {_ms(times['p95'])} ms, "
-            f"max {_ms(times['max'])} ms")
 
 
 def _isolation(lb: Mapping[str, Any]) -> str:
@@ -210,14 +203,8 @@ def _game_title(game: str | None) -> str:
     return {"wizard": "Wizard", "trumps": "Trumps"}.get(game or "", game or "?")
 
 
-def _options_text(options: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} = {_opt(v)}" for k, v in options.items() if k != "players")
 
 
-def _opt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "none" if value is None else str(value)
 
 
 def _summary_line(lb: Mapping[str, Any], games: int) -> str:
@@ -225,7 +212,7 @@ def _summary_line(lb: Mapping[str, Any], games: int) -> str:
     parts = [_game_title(lb.get("game"))]
     if schedule.get("seats"):
         parts.append(f"{schedule['seats']} seats")
-    options = _options_text(lb.get("options") or {})
+    options = options_text(lb.get("options") or {})
     if options:
         parts.append(options)
     parts.append(f"{games} game{'s' if games != 1 else ''}")
@@ -298,8 +285,8 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         ("Bid bias (bid − won)", num(b["bid_bias"], 3)),
         ("Faults", f"{sum(b['faults'].values())} ({faults_text})"),
         ("Forfeited games", str(b["forfeits"])),
-        ("Answer time", _times_text(latency, "–")),
-        ("CPU time per decision", _times_text(b.get("cpu_ms"), "not measured")),
+        ("Answer time", times_text(latency, "–")),
+        ("CPU time per decision", times_text(b.get("cpu_ms"), "not measured")),
         ("Sandbox", "yes" if sandboxed else f"{UNSANDBOXED_MARK} {esc(UNSANDBOXED_NOTE)}"),
         *([("Connection", f"{INSECURE_MARK} {esc(INSECURE_NOTE)}")] if b.get("insecure")
           else []),
@@ -474,7 +461,7 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
     if following:
         pager.append(f'<a rel="next" href="{esc(game_href(root, following))}">'
                      f"{esc(following)} →</a>")
-    options = _options_text(record.get("options") or {})
+    options = options_text(record.get("options") or {})
     body = [
         f'<nav class="pager" aria-label="Games">{" · ".join(pager)}</nav>',
         f"<h1>Game {esc(game.id)}</h1>",
@@ -489,7 +476,7 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
         replay_section(record, seats, lambda name: bot_link(root, site.slugs, name),
                        '<a href="../data/games.jsonl">games.jsonl</a>'),
         fault_html,
-        f'<script type="application/json" id="record">{_script_json(record)}</script>',
+        f'<script type="application/json" id="record">{script_json(record)}</script>',
     ]
     return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,
                 scripts=("site.js", "replay.js"))
@@ -558,7 +545,7 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         f'<p class="lede">{_summary_line(lb, lb["games"])}</p>',
         '<section aria-labelledby="game-h"><h2 id="game-h">The game</h2>',
         dl([("Game", esc(_game_title(lb.get("game")))),
-            ("Options", esc(", ".join(f"{k} = {_opt(v)}" for k, v in options.items()))
+            ("Options", esc(", ".join(f"{k} = {option_value(v)}" for k, v in options.items()))
              or "the defaults"),
             ("Rules", "as enforced by the referee; see the rules in the trick-arena "
                       "documentation (<code>docs/rules.md</code>)")]),

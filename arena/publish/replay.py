@@ -13,7 +13,7 @@ from arena.publish.markup import (
 )
 
 
-def _script_json(value: Any) -> str:
+def script_json(value: Any) -> str:
     """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

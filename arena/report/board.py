@@ -1,7 +1,7 @@
 """The leaderboard of a tournament: ratings, per-bot statistics and head-to-head scores.
 
 :func:`build_leaderboard` reads the finished games once, as a stream, keeping only
-per-bot accumulators and one small :class:`~arena.ratings.GameScores` per game (never a
+per-bot accumulators and one small :class:`~arena.stats.ratings.GameScores` per game (never a
 record), and returns a JSON-ready dict (``trick-arena.report.board/1``, documented in
 ``docs/leaderboard.md``). The output has no timestamps: the same games give the same
 leaderboard, byte for byte. The renderers turn it into Markdown, CSV, JSON or a terminal
@@ -33,7 +33,7 @@ LEVEL = 0.95
 
 
 PRIOR_DRAWS = 1.0
-"""Virtual draws of each bot against the pool average (see :func:`arena.ratings.rate`)."""
+"""Virtual draws of each bot against the pool average (see :func:`arena.stats.ratings.rate`)."""
 
 
 PROVISIONAL_GAMES = 20

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from arena.model.names import clean
+from arena.report.format import option_value
 from arena.rules.cards import (
     JESTER,
     SUIT_NAMES,
@@ -72,7 +73,7 @@ class GamePrinter:
 
     def header(self) -> None:
         rec = self.record
-        opts = ", ".join(f"{k}={_opt(v)}" for k, v in rec["options"].items())
+        opts = ", ".join(f"{k}={option_value(v)}" for k, v in rec["options"].items())
         self.console.print(Text.assemble(
             (f"{rec['game'].capitalize()}", "bold underline"),
             f"  seed {rec['seed']}  ({opts})"))
@@ -151,8 +152,3 @@ class GamePrinter:
                            f"{detail} → the referee: {fault['action']}{forfeit}",
                            style="yellow"))
 
-
-def _opt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "none" if value is None else str(value)

@@ -24,7 +24,7 @@ from arena.report.board import (
     UNSANDBOXED,
     UNSANDBOXED_NOTE,
 )
-from arena.report.format import _faults_text, _latency_text, _num, _options_text, _pct
+from arena.report.format import faults_text, latency_text, number, options_text, percent
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,7 +62,8 @@ def _bot_name(b: Mapping[str, Any]) -> str:
 
 
 def _md(text: Any) -> str:
-    """Text for a Markdown table cell (or heading), escaped (:func:`arena.names.for_markdown`)."""
+    """Text for a Markdown table cell (or heading), escaped
+    (:func:`arena.model.names.for_markdown`)."""
     return for_markdown(str(text))
 
 
@@ -72,11 +73,11 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
     lines = [f"# {_md(title)}: leaderboard", ""]
     summary = [f"Game: {lb.get('game') or '?'}"]
     if lb.get("options"):
-        summary[0] += f" ({_options_text(lb['options'])})"
+        summary[0] += f" ({options_text(lb['options'])})"
     schedule = lb.get("schedule") or {}
     if schedule.get("format"):
-        summary.append(f"{schedule['format']}, {_num(schedule.get('deals'))} deals, "
-                       f"{_num(schedule.get('seats'))} seats")
+        summary.append(f"{schedule['format']}, {number(schedule.get('deals'))} deals, "
+                       f"{number(schedule.get('seats'))} seats")
     summary.append(f"{lb['games']} games")
     if lb.get("seed_commitment"):
         summary.append(f"seed commitment `{lb['seed_commitment']}`")
@@ -100,12 +101,12 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
         wins = str(b["wins"]) + (f" ({b['shared_wins']} shared)" if b["shared_wins"] else "")
         lines.append(
             f"| {b['rank']} | {_md(_bot_name(b))} | {_md(b['version'] or '')} "
-            f"| {_num(b['elo'])} | {_num(b['elo_low'])}–{_num(b['elo_high'])} "
-            f"| {_pct(b['p_above_next'])} | {_num(b['elo_incremental'])} | {b['games']} "
-            f"| {_num(b['mean_score'], 2)} ± {_num(b['mean_score_se'], 2)} "
-            f"| {_num(b['mean_place'], 2)} | {wins} | {_pct(b['bid_accuracy'])} "
-            f"| {_faults_text(b['faults'])} | {b['forfeits']} "
-            f"| {_latency_text(b['latency_ms'])} | {_latency_text(b.get('cpu_ms'))} |")
+            f"| {number(b['elo'])} | {number(b['elo_low'])}–{number(b['elo_high'])} "
+            f"| {percent(b['p_above_next'])} | {number(b['elo_incremental'])} | {b['games']} "
+            f"| {number(b['mean_score'], 2)} ± {number(b['mean_score_se'], 2)} "
+            f"| {number(b['mean_place'], 2)} | {wins} | {percent(b['bid_accuracy'])} "
+            f"| {faults_text(b['faults'])} | {b['forfeits']} "
+            f"| {latency_text(b['latency_ms'])} | {latency_text(b.get('cpu_ms'))} |")
     warning = isolation_line(lb)
     if warning:
         lines += ["", warning]
@@ -130,7 +131,7 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
                   "| | " + " | ".join(_md(n) for n in names) + " |",
                   "|---|" + "--:|" * len(names)]
         for a in names:
-            cells = ["—" if (a, b) not in scores else _pct(scores[a, b]["score"])
+            cells = ["—" if (a, b) not in scores else percent(scores[a, b]["score"])
                      for b in names]
             lines.append(f"| {_md(a)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -196,13 +197,13 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
         faults = sum(b["faults"].values())
         for header, cell in zip(columns, (
                 str(b["rank"]), clean(_bot_name(b)),
-                f"{_num(b['elo'])}±{_num(half)}", _pct(b["p_above_next"]),
-                _num(b["elo_incremental"]), str(b["games"]),
-                f"{_num(b['mean_score'], 1)}±{_num(b['mean_score_se'], 1)}",
-                _num(b["mean_place"], 2), _pct(b["bid_accuracy"]),
+                f"{number(b['elo'])}±{number(half)}", percent(b["p_above_next"]),
+                number(b["elo_incremental"]), str(b["games"]),
+                f"{number(b['mean_score'], 1)}±{number(b['mean_score_se'], 1)}",
+                number(b["mean_place"], 2), percent(b["bid_accuracy"]),
                 str(faults) + (f" ({b['forfeits']})" if b["forfeits"] else ""),
-                _latency_text(b["latency_ms"], "/"),
-                _latency_text(b.get("cpu_ms"), "/")), strict=True):
+                latency_text(b["latency_ms"], "/"),
+                latency_text(b.get("cpu_ms"), "/")), strict=True):
             columns[header].append(cell)
     widths = {h: max(len(h), *(len(c) for c in cells)) + 3 for h, cells in columns.items()}
     for header in _DROP_WHEN_NARROW:

@@ -1,4 +1,4 @@
-"""Trumps: 52 cards, 2-7 players, seven-card hands, trump honours (RULES.md, game 2)."""
+"""Trumps: 52 cards, 2-7 players, seven-card hands, trump honours (docs/rules.md, Trumps)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def trumps_tricks_in_game(players: int, draw: bool) -> int:
 
 
 class TrumpsGame(Game):
-    """A game of Trumps. See RULES.md, game 2, and docs/rules.md."""
+    """A game of Trumps. See docs/rules.md, Trumps."""
 
     name: ClassVar[str] = "trumps"
     OPTIONS: ClassVar[dict[str, OptionSpec]] = {

@@ -1,4 +1,4 @@
-"""Wizard: 60 cards, 3-6 players, round r deals r cards, bid exactly (RULES.md, game 1)."""
+"""Wizard: 60 cards, 3-6 players, round r deals r cards, bid exactly (docs/rules.md, Wizard)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def wizard_round_points(bid: int, won: int) -> int:
 
 
 class WizardGame(Game):
-    """A game of Wizard. See RULES.md, game 1, and docs/rules.md."""
+    """A game of Wizard. See docs/rules.md, Wizard."""
 
     name: ClassVar[str] = "wizard"
     OPTIONS: ClassVar[dict[str, OptionSpec]] = {

@@ -1,6 +1,6 @@
 """``arena verify DIR``: re-check a tournament store, record by record and link by link.
 
-Every finished game is re-played by the rules (:func:`arena.record.verify_record`), the
+Every finished game is re-played by the rules (:func:`arena.model.record.verify_record`), the
 results chain is walked from the genesis to the head in ``meta`` (:mod:`arena.model.chain`), and
 what the leaderboard reads beside the records (the games table's seats, seed and schedule
 position, and the ``results``, ``faults`` and ``latencies`` rows) is checked against the

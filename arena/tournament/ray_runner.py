@@ -2,7 +2,7 @@
 
 Each game is a Ray task asking for one CPU, so a node never plays more games at once than
 it has cores; the task starts the game's bots (sandboxed, limits applied) on the node that
-plays it (:func:`arena.game.run_game_blocking`) and returns the outcome as JSON. A game
+plays it (:func:`arena.play.game.run_game_blocking`) and returns the outcome as JSON. A game
 lost to the cluster (a worker or node that died) is played again from its start, up to
 ``[cluster] retries`` times: the driver resubmits it, counts it, and never blames a bot.
 Ray is optional: ``pip install 'trick-arena[ray]'``.

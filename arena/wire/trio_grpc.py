@@ -3,8 +3,8 @@
 grpcio has no trio API. :func:`unary_call` starts the call with the stub's ``.future``,
 and the future's done-callback (which runs on grpcio's channel thread) wakes the trio
 task through the run's token. A trio cancellation cancels the call, so the bot sees
-CANCELLED at once. Every call has a deadline. See ../shared/GRPC-NOTES.md for the
-measurements behind this choice.
+CANCELLED at once. Every call has a deadline. docs/architecture.md ("Calling gRPC from
+trio") gives the measurements behind this choice.
 """
 
 from __future__ import annotations
