@@ -34,6 +34,17 @@ import trio
 from arena.rules import Decision, Game, View, new_game
 from arena.rules.cards import parse_card, parse_suit
 
+FULL_EXAMPLES = os.environ.get("ARENA_HYPOTHESIS") == "full"
+"""The property tests' example counts: a fifth of the full count by default (a quick
+``make test``), the full count where ``ARENA_HYPOTHESIS=full`` (CI: ``.ci/run``)."""
+
+
+def examples(full: int) -> int:
+    """How many examples a property test runs: ``full`` in CI, a fifth (at least 10) by
+    default."""
+    return full if FULL_EXAMPLES else max(10, full // 5)
+
+
 REPO = Path(__file__).resolve().parent.parent
 TEST_BOTS = REPO / "tests" / "bots"
 SAMPLE_BOTS = REPO / "sample_bots" / "python"

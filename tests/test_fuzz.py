@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import tomli_w
-from conftest import tournament_toml
+from conftest import examples, tournament_toml
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -114,7 +114,7 @@ def test_the_valid_file_is_valid(scratch: Path) -> None:
     assert (config.name, config.seed, config.deals, len(config.bots)) == ("fuzz", 5, 2, 3)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(data=st.one_of(
     st.binary(max_size=2000),
     st.builds(lambda at, junk: VALID_TEXT[:at] + junk + VALID_TEXT[at:],
@@ -129,7 +129,7 @@ def test_tournament_file_bytes(scratch: Path, data: bytes) -> None:
 TOMLISH = st.text(alphabet=st.sampled_from(list('[]{}="\'.,\n #aбz019-_:+\\\t')), max_size=300)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(text=st.one_of(st.text(max_size=1000), TOMLISH))
 def test_tournament_file_text(scratch: Path, text: str) -> None:
     path = scratch / "text.toml"
@@ -162,7 +162,7 @@ def _set(table: Any, place: str, value: Any) -> None:
         table[last] = value
 
 
-@settings(FUZZ, max_examples=200)
+@settings(FUZZ, max_examples=examples(200))
 @given(changes=st.lists(st.tuples(st.sampled_from(PLACES), TOML_VALUES), min_size=1,
                         max_size=3))
 def test_tournament_tables(scratch: Path, changes: list[tuple[str, Any]]) -> None:
@@ -175,7 +175,7 @@ def test_tournament_tables(scratch: Path, changes: list[tuple[str, Any]]) -> Non
     check_config_file(path)
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=examples(100))
 @given(fmt=st.sampled_from(FORMATS), bots=st.integers(2, 7), seats=st.integers(2, 7),
        deals=st.integers(1, 3), candidates=st.integers(0, 3))
 def test_game_count_is_the_schedule_length(fmt: str, bots: int, seats: int, deals: int,
@@ -210,7 +210,7 @@ def test_the_records_are_valid() -> None:
     verify_record(WIZARD)
 
 
-@settings(FUZZ, max_examples=200)
+@settings(FUZZ, max_examples=examples(200))
 @given(data=st.one_of(
     st.binary(max_size=3000),
     st.builds(lambda flips: bytes(b ^ flips.get(i, 0) for i, b in enumerate(RECORD_LINES)),
@@ -251,7 +251,7 @@ TRUMPS_PATHS = list(_paths(TRUMPS))[1:]
 WIZARD_PATHS = list(_paths(WIZARD))[1:]
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=examples(150))
 @given(wizard=st.booleans(), picks=st.lists(st.tuples(st.integers(0, 10**9), JSON_VALUES),
                                               min_size=1, max_size=3))
 def test_verify_json_shaped_records(wizard: bool, picks: list[tuple[int, Any]]) -> None:
@@ -298,7 +298,7 @@ def _longest_number(value: Any) -> int:
     return 0
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(value=st.one_of(
     JSON_VALUES,
     st.integers(min_value=10**30, max_value=10**60),
@@ -333,7 +333,7 @@ def store_bytes(scratch: Path) -> bytes:
     return (scratch / "tiny" / STORE_NAME).read_bytes()
 
 
-@settings(FUZZ, max_examples=80)
+@settings(FUZZ, max_examples=examples(80))
 @given(data=st.data())
 def test_store_with_flipped_bytes(scratch: Path, store_bytes: bytes, data: Any) -> None:
     size = len(store_bytes)
@@ -418,13 +418,13 @@ def check_answer(answer: Any, game: str | None) -> None:
         assert 0 <= action <= 3 and answer.suit == game_pb2.SUIT_CLUBS + action
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(answer=ANSWERS, game=GAMES)
 def test_bot_answer_fields(answer: Any, game: str | None) -> None:
     check_answer(answer, game)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(kind=st.sampled_from([bot_pb2.PlayResponse, bot_pb2.BidResponse,
                              bot_pb2.ChooseTrumpResponse]),
        data=st.one_of(st.binary(max_size=40),
@@ -439,7 +439,7 @@ def test_bot_answer_bytes(kind: Any, data: bytes, game: str | None) -> None:
     check_answer(answer, game)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(data=st.one_of(
     st.binary(max_size=60),
     st.builds(lambda name, version, games: bot_pb2.HelloResponse(

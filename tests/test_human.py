@@ -33,6 +33,7 @@ from conftest import (
     arena_command,
     bot_cmd,
     decisions_of,
+    examples,
     gone,
     read_line,
 )
@@ -57,7 +58,7 @@ CONFIGS = ([("wizard", {"players": n, "hook_rule": h}) for n in (3, 4, 6) for h 
 # -- the reasons ------------------------------------------------------------------------
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=st.sampled_from(CONFIGS), seed=st.integers(0, 2**32),
        moves_seed=st.integers(0, 2**32))
 def test_reasons_from_the_view_are_the_engines(config: tuple[str, dict[str, Any]], seed: int,

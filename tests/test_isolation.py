@@ -226,11 +226,12 @@ class Run:
 
 
 def run_tournament(world: World, name: str, bots: list[dict[str, Any]],
-                   env: dict[str, str] | None = None, **kw: Any) -> Run:
+                   env: dict[str, str] | None = None, out: Path | None = None,
+                   **kw: Any) -> Run:
     seed = secrets.randbits(62)
     path = world.folder / f"{name}.toml"
     path.write_text(tournament_text(name, bots, seed=seed, **kw))
-    out = world.folder / f"out-{name}"
+    out = out or world.folder / f"out-{name}"
     done = subprocess.run(
         [sys.executable, "-m", "arena", "tournament", str(path), "--out", str(out),
          "--resamples", "20"],
@@ -255,8 +256,17 @@ def reader_field(world: World) -> list[dict[str, Any]]:
 
 @needs_sandbox
 @pytest.mark.timeout(180)
-def test_a_sandboxed_bot_reads_no_secret(world: World) -> None:
-    run = run_tournament(world, "reader", reader_field(world), move_ms=5000).check()
+@pytest.mark.parametrize("output", ["beside", "inside the bot's folder"])
+def test_a_sandboxed_bot_reads_no_secret(world: World, output: str) -> None:
+    """Also where the output folder lies inside the bot's own folder (which the sandbox
+    shows): the output is covered there too."""
+    field, out = reader_field(world), None
+    if output != "beside":
+        own = world.folder / "reader-bot"
+        shutil.copytree(HOSTILE, own)
+        out = own / "out"
+        field[0]["spec"] = field[0]["spec"].replace(HOSTILE, str(own))
+    run = run_tournament(world, "reader", field, move_ms=5000, out=out).check()
     reports = run.last_reports("read")
     assert reports, "the reader reported nothing"
     for r in reports:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, bot_processes, tournament_toml
+from conftest import REPO, bot_processes, examples, tournament_toml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,13 +59,13 @@ outcomes = st.builds(
     restarts=st.dictionaries(text, st.integers(0, 100), max_size=2))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(jobs)
 def test_job_round_trips_through_json(job: GameJob) -> None:
     assert GameJob.from_json(job.to_json()) == job
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(outcomes)
 def test_outcome_round_trips_through_json(outcome: GameOutcome) -> None:
     assert GameOutcome.from_json(outcome.to_json()) == outcome

@@ -18,6 +18,7 @@ from dataclasses import fields
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +49,7 @@ TRUMPS_CONFIGS: list[tuple[str, dict[str, Any]]] = [
 ]
 CONFIGS = WIZARD_CONFIGS + TRUMPS_CONFIGS
 any_config = st.one_of(st.sampled_from(WIZARD_CONFIGS), st.sampled_from(TRUMPS_CONFIGS))
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 Chooser = Callable[[Game], int]
@@ -392,7 +393,7 @@ def test_random_games_agree_with_the_model(config: tuple[str, dict[str, Any]], s
     play_with_model(game, options, seed, choose)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(config=any_config, seed=st.integers(0, 2**32))
 def test_deals_depend_only_on_game_options_and_seed(config: tuple[str, dict[str, Any]],
                                                     seed: int) -> None:
@@ -456,7 +457,7 @@ def tamper(rec: dict[str, Any], data: st.DataObject) -> str:
     return kind
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(config=any_config, seed=st.integers(0, 2**32), data=st.data())
 def test_a_record_with_one_changed_card_or_winner_is_rejected(
         config: tuple[str, dict[str, Any]], seed: int, data: st.DataObject) -> None:

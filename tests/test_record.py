@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -419,7 +420,7 @@ SAMPLES = [("wizard", {"players": 3}), ("trumps", {"players": 3, "announce": Tru
            ("trumps", {"players": 5, "draw": False, "trump": "H"})]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(sample=st.sampled_from(SAMPLES), data=st.data())
 def test_any_damage_gives_record_error_or_a_valid_record(sample: tuple[str, dict[str, Any]],
                                                          data: st.DataObject) -> None:

@@ -177,6 +177,15 @@ def test_resume_after_kill_9_gives_identical_results(
     assert f"resuming: {kept} of {TOTAL} games already played" in resumed.stdout
     assert f"played {TOTAL - kept} games" in resumed.stdout
     assert results(out) == results(uninterrupted)
+    # the data, not just the messages: every game once, every fault once, every link once
+    with sqlite3.connect(out / "tournament.sqlite") as got, \
+            sqlite3.connect(uninterrupted / "tournament.sqlite") as want:
+        done = "SELECT COUNT(*), COUNT(DISTINCT id) FROM games WHERE status = 'done'"
+        assert got.execute(done).fetchone() == (TOTAL, TOTAL)
+        faults = "SELECT game_id, seat, kind FROM faults ORDER BY game_id, seat, kind"
+        assert got.execute(faults).fetchall() == want.execute(faults).fetchall()
+        meta = dict(got.execute("SELECT key, value FROM meta").fetchall())
+        assert meta["chain_games"] == str(TOTAL)
     # the chain goes on from where the killed run left it, whole
     checked = arena("verify", str(out))
     assert checked.returncode == 0, checked.stderr

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import examples
 from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -425,7 +426,7 @@ def test_the_unedited_request_is_the_games_view() -> None:
     _check_accepted(_MID_ROUND_VIEW, set())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(_FUZZ_PATHS), st.integers(0, 70)), min_size=1,
                 max_size=4))
 def test_any_field_values_give_a_view_or_a_wire_error(edits: list[tuple[str, int]]) -> None:
@@ -440,7 +441,7 @@ def test_any_field_values_give_a_view_or_a_wire_error(edits: list[tuple[str, int
         _check_accepted(view, set().union(*(_fields_set_by(path) for path, _ in edits)))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1,
                 max_size=4))
 def test_corrupted_bytes_give_a_view_or_a_wire_error(edits: list[tuple[int, int]]) -> None:
@@ -488,7 +489,7 @@ def test_a_malformed_answer_is_refused(response: Any, game: str | None, reason: 
     assert "\n" not in str(info.value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=40), st.sampled_from([bot_pb2.PlayResponse, bot_pb2.BidResponse,
                                                  bot_pb2.ChooseTrumpResponse]))
 def test_any_answer_gives_an_action_or_a_wire_error(data: bytes, kind: Any) -> None:
