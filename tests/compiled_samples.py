@@ -72,18 +72,20 @@ class Sample:
             pytest.fail(f"{reason} ({self.require} is set)", pytrace=False)
         pytest.skip(reason)
 
-    def build(self, folder: Path | None = None) -> Path:
-        """``make -C FOLDER`` (this sample's folder, or a copy of it); the launcher."""
+    def build(self, folder: Path | None = None, *steps: list[str]) -> Path:
+        """``make -C FOLDER`` (this sample's folder, or a copy of it), or the ``steps``
+        given; the launcher."""
         missing = self.missing()
         if missing:
             self.skip_or_fail(f"cannot build {self.folder.relative_to(REPO)}: "
                               f"install {missing}")
         folder = folder or self.folder
-        step = ["make", "-C", str(folder)]
-        done = subprocess.run(step, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"{shlex.join(step)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}",
-                        pytrace=False)
+        for step in steps or (["make", "-C", str(folder)],):
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600,
+                                  check=False)
+            if done.returncode != 0:
+                pytest.fail(f"{shlex.join(step)} failed:\n"
+                            f"{done.stdout[-3000:]}{done.stderr[-3000:]}", pytrace=False)
         return folder / "run"
 
 
@@ -108,6 +110,16 @@ JAVA = Sample(
         ("perfmark-api", "libperfmark-java"), ("guava", "libguava-java"),
         ("geronimo-annotation-1.3-spec", "libgeronimo-annotation-1.3-spec-java"))),
     stop_line="SIGTERM: shutting down")
+
+
+CPP = Sample(
+    name="cpp-sample", folder=REPO / "sample_bots" / "cpp", require="ARENA_REQUIRE_CPP",
+    tools=(("cmake", "cmake"), ("c++", "g++"), ("pkg-config", "pkg-config"),
+           ("protoc", "protobuf-compiler-grpc"), ("grpc_cpp_plugin", "protobuf-compiler-grpc")),
+    files=(("/usr/include/grpcpp/grpcpp.h", "libgrpc++-dev"),),
+    stop_line="Terminated: shutting down")
+"""The C++ sample (tests/test_cpp_bot.py tests it), built with CMake, not make -C: its
+``build`` is given the steps; it has no ``run``."""
 
 
 # -- the bot by hand --------------------------------------------------------------------
@@ -323,6 +335,7 @@ def check_bot(spec: str, log_dir: Path, capsys: pytest.CaptureFixture[str]) -> d
     code = main(["check-bot", spec, "--games", "1", "--json", "--log-dir", str(log_dir)])
     out, err = capsys.readouterr()
     report: dict[str, Any] = json.loads(out)
+    assert "checks" in report, (report, err)
     failed = [c for c in report["checks"] if not c["ok"]]
     assert code == 0 and report["ok"] and not failed, failed or err
     names = {(c["game"], c["name"]) for c in report["checks"]}
