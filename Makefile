@@ -8,7 +8,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 
 BUF_STAMP := tools/buf/node_modules/.installed
 
-.PHONY: demo test lint bench proto clean cpp-bot
+.PHONY: demo test lint bench proto clean cpp-bot go-bot java-bot sample-protos
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,27 @@ CPP_BUILD := sample_bots/cpp/build
 cpp-bot:
 	cmake -S sample_bots/cpp -B $(CPP_BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(CPP_BUILD) -j2
+
+# The Go and Java sample bots, each built by the Makefile in its folder, offline from
+# Debian's packages (listed in sample_bots/go/README.md and sample_bots/java/README.md);
+# tests/test_go_bot.py and tests/test_java_bot.py build them the same way. Their build
+# folders are not in git.
+go-bot:
+	$(MAKE) -C sample_bots/go
+
+java-bot:
+	$(MAKE) -C sample_bots/java
+
+# Each sample bot that reads or compiles the protocol carries its own copy of proto/, so
+# its folder works wherever it is copied and inside the sandbox (which shows a bot only
+# its own folder). This refreshes the copies; tests/test_sample_bots.py fails when one
+# differs from proto/.
+SAMPLE_PROTOS := sample_bots/node sample_bots/cpp sample_bots/go sample_bots/java
+sample-protos:
+	for sample in $(SAMPLE_PROTOS); do \
+		rm -rf $$sample/proto/arena && mkdir -p $$sample/proto/arena && \
+		cp -R proto/arena/v1 $$sample/proto/arena/ || exit 1; \
+	done
 
 # Bot processes run under bubblewrap (Debian's bubblewrap package). As root with apt-get
 # it is installed here; elsewhere the arena says which package is missing.
@@ -62,7 +83,7 @@ lint: $(STAMP) $(BUF_STAMP)
 	$(BIN)/python -m arena._genproto --check
 	if [ -f $(BUF_STAMP) ]; then cd tools/buf && npx --no -- buf lint ../..; fi
 
-proto: $(STAMP)
+proto: $(STAMP) sample-protos
 	$(BIN)/python -m arena._genproto
 
 # The benchmark compares with OpenSpiel, which is not a runtime dependency: it gets a
@@ -77,4 +98,5 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info test-artifacts $(CPP_BUILD)
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info test-artifacts $(CPP_BUILD) \
+		sample_bots/go/build sample_bots/java/build

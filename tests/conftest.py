@@ -74,6 +74,25 @@ def tournament_toml(name: str, game: str, seats: int, seed: int, deals: int,
     return "\n".join(lines) + "\n"
 
 
+def proto_copy_drift(sample: Path) -> list[str]:
+    """How a sample bot's copy of the protocol (``SAMPLE/proto/arena/v1/``) differs from
+    the repository's ``proto/arena/v1/``, one line a file (missing, extra or not the same
+    bytes); [] when it is the same. ``make sample-protos`` refreshes the copies."""
+    ours, theirs = REPO / "proto" / "arena" / "v1", sample / "proto" / "arena" / "v1"
+    names = sorted({p.name for p in ours.iterdir()} | {p.name for p in theirs.glob("*")})
+    where = theirs.relative_to(REPO) if theirs.is_relative_to(REPO) else theirs
+    drift = []
+    for name in names:
+        if not (theirs / name).is_file():
+            drift.append(f"{where}/{name} is missing (run make sample-protos)")
+        elif not (ours / name).is_file():
+            drift.append(f"{where}/{name} is not in proto/arena/v1")
+        elif (theirs / name).read_bytes() != (ours / name).read_bytes():
+            drift.append(f"{where}/{name} differs from proto/arena/v1/{name} "
+                         "(run make sample-protos)")
+    return drift
+
+
 def health_check(channel: Any, service: str = "") -> int:
     """The status a bot's standard gRPC health service gives ``service`` (over
     ``channel``, a ``grpc.Channel``), as a ``HealthCheckResponse`` status number."""

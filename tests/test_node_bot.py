@@ -1,4 +1,5 @@
-"""The Node.js sample bot (sample_bots/node) as a real child process over real gRPC."""
+"""The Node.js sample bot (sample_bots/node) as a real child process over real gRPC, and
+its copy of the protocol (sample_bots/node/proto), which must be proto/ byte for byte."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import REPO, health_check
+from conftest import REPO, health_check, proto_copy_drift
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -31,12 +32,11 @@ from arena.wire import serde as wire
 BOT_DIR = REPO / "sample_bots" / "node"
 NODE = shutil.which("node")
 
-if NODE is None:
-    pytest.skip("node not found on PATH: the Node.js sample bot is not tested",
-                allow_module_level=True)
-if not (BOT_DIR / "node_modules").is_dir():
-    pytest.skip("sample_bots/node/node_modules is missing: run `npm ci` in sample_bots/node",
-                allow_module_level=True)
+# Every test but the proto copy's needs node and the bot's packages.
+needs_node = pytest.mark.skipif(
+    NODE is None or not (BOT_DIR / "node_modules").is_dir(),
+    reason="node not found on PATH: the Node.js sample bot is not tested" if NODE is None
+    else "sample_bots/node/node_modules is missing: run `npm ci` in sample_bots/node")
 
 STARTUP_S = 10.0
 CALL_S = 5.0
@@ -131,6 +131,14 @@ def node_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeBot]:
 # -- start-up, hand-shake and shutdown ----------------------------------------------------
 
 
+def test_its_proto_copy_is_proto_byte_for_byte() -> None:
+    """bot.js loads the protocol from its own folder (the sandbox shows it no other):
+    ``make sample-protos`` refreshes the copy from proto/."""
+    assert proto_copy_drift(BOT_DIR) == []
+    assert "path.join(__dirname, 'proto')" in (BOT_DIR / "bot.js").read_text()
+
+
+@needs_node
 def test_no_address_is_a_one_line_error() -> None:
     assert NODE is not None
     env = {k: v for k, v in os.environ.items() if k != "ARENA_BOT_LISTEN"}
@@ -141,6 +149,7 @@ def test_no_address_is_a_one_line_error() -> None:
     assert "ARENA_BOT_LISTEN" in result.stderr and "--listen" in result.stderr
 
 
+@needs_node
 def test_listen_flag_reflection_and_a_clean_sigterm(tmp_path: Path) -> None:
     bot = start_bot(tmp_path, use_env=False)
     try:
@@ -156,6 +165,7 @@ def test_listen_flag_reflection_and_a_clean_sigterm(tmp_path: Path) -> None:
     assert "SIGTERM" in bot.log.read_text()
 
 
+@needs_node
 def test_hello(node_bot: NodeBot) -> None:
     reply = node_bot.stub.Hello(wire.hello_request("test"), timeout=CALL_S)
     assert (reply.name, reply.protocol_version) == ("node-sample", 1)
@@ -194,6 +204,7 @@ def _play_request(bid: int | None, legal: list[str]) -> bot_pb2.PlayRequest:
     return req
 
 
+@needs_node
 def test_plays_high_while_it_needs_tricks_else_low(node_bot: NodeBot) -> None:
     legal = ["C13", "H3", "S2", "W", "J"]
     for bid, expected in [(1, "W"), (0, "J")]:
@@ -205,6 +216,7 @@ def test_plays_high_while_it_needs_tricks_else_low(node_bot: NodeBot) -> None:
     assert reply.card == _card("H3")
 
 
+@needs_node
 def test_chooses_the_suit_it_holds_most_of(node_bot: NodeBot) -> None:
     req = bot_pb2.ChooseTrumpRequest(game_id="g", table_id="t", deadline_ms=1000,
                                      legal_suits=[wire.suit_to_enum(s) for s in range(4)])
@@ -253,6 +265,7 @@ def _play_game(node_bot: NodeBot, g: Game, seats: list[str]) -> set[Decision]:
     return asked
 
 
+@needs_node
 def test_a_wizard_game_with_the_bot_in_every_seat(node_bot: NodeBot) -> None:
     # Seed 0 turns a Wizard once, so the bot is asked to choose trump too.
     g = new_game("wizard", {"players": 4, "hook_rule": True}, 0)
@@ -261,6 +274,7 @@ def test_a_wizard_game_with_the_bot_in_every_seat(node_bot: NodeBot) -> None:
     assert len(g.log) == 15
 
 
+@needs_node
 def test_a_trumps_game_with_announcements(node_bot: NodeBot) -> None:
     g = new_game("trumps", {"players": 4, "announce": True}, 1)
     asked = _play_game(node_bot, g, ["node", "random", "node", "heuristic"])

@@ -12,12 +12,14 @@ const protoLoader = require('@grpc/proto-loader');
 const health = require('grpc-health-check');
 const { ReflectionService } = require('@grpc/reflection');
 
-// Load the contract at run time from the repository's proto/ directory (and the health
-// service's .proto, so that reflection describes it too).
+// Load the contract at run time from proto/ in this folder, a copy of the repository's
+// proto/ (the sandbox shows a bot only its own folder; tests/test_node_bot.py checks the
+// copy, `make sample-protos` refreshes it), and the health service's .proto, so that
+// reflection describes it too.
 // keepCase: fields keep their .proto names (legal_cards, not legalCards);
 // enums: String: enum values are their names ('SUIT_HEARTS', 'CARD_KIND_WIZARD'),
 // in requests and in our answers; longs: Number; defaults: unset fields are filled in.
-const PROTO_DIR = path.join(__dirname, '..', '..', 'proto');
+const PROTO_DIR = path.join(__dirname, 'proto');
 const packageDefinition = protoLoader.loadSync(['arena/v1/bot.proto', health.protoPath], {
   includeDirs: [PROTO_DIR], keepCase: true, enums: String, longs: Number,
   defaults: true, oneofs: true,
