@@ -371,7 +371,7 @@ def hand_made(seq: int, bots: Sequence[str], rounds: list[tuple[list[int], list[
               totals: list[int], latencies: tuple[tuple[float, ...], ...]) -> StoredGame:
     """A Wizard game of 3 seats with the given (bids, won) per round; round r deals r cards."""
     places = [1 + sum(u > t for u in totals) for t in totals]
-    record = {"format": "trick-arena.model.record/1", "game": "wizard",
+    record = {"format": "trick-arena.record/1", "game": "wizard",
               "options": {"players": 3, "hook_rule": False}, "seed": seq,
               "seats": list(bots), "totals": totals, "places": places, "faults": [],
               "forfeited": [False] * 3,
@@ -511,7 +511,7 @@ def test_json_round_trips() -> None:
     lb = board()
     text = render_json(lb)
     assert json.loads(text) == lb
-    assert text.startswith('{\n  "format": "trick-arena.report.board/1"')
+    assert text.startswith('{\n  "format": "trick-arena.leaderboard/1"')
 
 
 def test_write_leaderboard_writes_three_files(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ GOOD = [
 @pytest.mark.parametrize(("game", "options"), GOOD)
 def test_good_records_verify(game: str, options: dict[str, Any]) -> None:
     rec = fresh(game, **options)
-    assert rec["format"] == FORMAT == "trick-arena.model.record/1"
+    assert rec["format"] == FORMAT == "trick-arena.record/1"
     assert rec["game"] == game
     verify_record(rec)
 
@@ -254,8 +254,8 @@ def test_missing_and_extra_tricks_and_rounds_are_rejected() -> None:
 
 def test_header_errors_are_rejected() -> None:
     rec = fresh("trumps")
-    rec["format"] = "trick-arena.model.record/2"
-    rejects(rec, r"format 'trick-arena.model.record/2' is not 'trick-arena.model.record/1'")
+    rec["format"] = "trick-arena.record/2"
+    rejects(rec, r"format 'trick-arena.record/2' is not 'trick-arena.record/1'")
     rec = fresh("trumps")
     rec["game"] = "bridge"
     rejects(rec, r"unknown game 'bridge'")
@@ -409,13 +409,14 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
-    | st.sampled_from(["W", "J", "H7", "S14", "C", "X", "", "trick-arena.model.record/1"])
-    | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(["leader", "cards", "winner", "x"]), inner, max_size=3),
-    max_leaves=8)
+JSON_LEAF = (st.none() | st.booleans() | st.integers(-3, 70) | st.floats(allow_nan=False)
+             | st.sampled_from(["W", "J", "H7", "S14", "C", "X", "", "trick-arena.record/1"])
+             | st.text(max_size=4))
+# (st.deferred rather than st.recursive: the latter's check that ``extend`` uses its
+# argument misfired now and then, a warning the suite treats as an error)
+JSON: st.SearchStrategy[Any] = st.deferred(
+    lambda: JSON_LEAF | st.lists(JSON, max_size=4)
+    | st.dictionaries(st.sampled_from(["leader", "cards", "winner", "x"]), JSON, max_size=3))
 SAMPLES = [("wizard", {"players": 3}), ("trumps", {"players": 3, "announce": True}),
            ("trumps", {"players": 5, "draw": False, "trump": "H"})]
 

@@ -1,4 +1,4 @@
-"""Game records (``trick-arena.model.record/1``) and their independent re-check.
+"""Game records (``trick-arena.record/1``) and their independent re-check.
 
 :func:`game_record` turns a finished :class:`~arena.rules.Game` into a JSON-ready dict;
 :func:`verify_record` replays a record through the rules engine and raises
@@ -27,7 +27,7 @@ from arena.rules.cards import (
     wizard_deck,
 )
 
-FORMAT = "trick-arena.model.record/1"
+FORMAT = "trick-arena.record/1"
 
 
 MAX_RECORD_BYTES = 16 << 20

@@ -607,7 +607,7 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         "</section>",
         '<section aria-labelledby="verify-h"><h2 id="verify-h">Checking the games</h2>',
         '<p>Every game\'s complete record is in <a href="data/games.jsonl">data/games.jsonl</a> '
-        "(one JSON object per line, format <code>trick-arena.model.record/1</code>): the deal, the "
+        "(one JSON object per line, format <code>trick-arena.record/1</code>): the deal, the "
         "trump, every bid and card, every trick and score. Anyone can re-play them through "
         "the rules engine of trick-arena (the version above, or a later one that reads this "
         "format):</p>",

@@ -2,7 +2,7 @@
 
 :func:`build_leaderboard` reads the finished games once, as a stream, keeping only
 per-bot accumulators and one small :class:`~arena.stats.ratings.GameScores` per game (never a
-record), and returns a JSON-ready dict (``trick-arena.report.board/1``, documented in
+record), and returns a JSON-ready dict (``trick-arena.leaderboard/1``, documented in
 ``docs/leaderboard.md``). The output has no timestamps: the same games give the same
 leaderboard, byte for byte. The renderers turn it into Markdown, CSV, JSON or a terminal
 table; :func:`write_leaderboard` writes the three files atomically. No SQLite here: the
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     pass
 
 
-FORMAT = "trick-arena.report.board/1"
+FORMAT = "trick-arena.leaderboard/1"
 
 
 LEVEL = 0.95
