@@ -7,12 +7,14 @@ Not an attack: the victim in a test of fair CPU. With ``move_ms`` well above
 other bots do.
 
 Report, at the end of each game: ``{"attack": "think", "game": id, "thinks": N,
-"max_wall_ms": W, "mean_wall_ms": M, "cpu_ms": C}`` (wall time of its thinking, which
-grows when it does not get a core to itself).
+"max_wall_ms": W, "mean_wall_ms": M, "cpu_ms": C, "cpus": [...]}`` (wall time of its
+thinking, which grows when it does not get a core to itself; the cores it may run on
+while it thinks).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import defaultdict
@@ -32,6 +34,7 @@ class Thinker(_hostile.Legal):
         self.per_game = per_game
         self.lock = threading.Lock()
         self.walls: defaultdict[str, list[float]] = defaultdict(list)
+        self.cpus: dict[str, list[int]] = {}
 
     def _think(self) -> None:
         game = self.game_id
@@ -46,6 +49,7 @@ class Thinker(_hostile.Legal):
                 x ^= i * i
         with self.lock:
             self.walls[game].append(time.monotonic() - wall)
+            self.cpus[game] = sorted(os.sched_getaffinity(0))
 
     def bid(self, view: View) -> int:
         self._think()
@@ -62,7 +66,9 @@ class Thinker(_hostile.Legal):
     def game_ended(self, result: GameResult) -> None:
         with self.lock:
             walls = self.walls.pop(self.game_id, [])
+            cpus = self.cpus.pop(self.game_id, [])
         _hostile.report("think", game=self.game_id, thinks=len(walls), cpu_ms=self.cpu_ms,
+                        cpus=cpus,
                         max_wall_ms=round(max(walls, default=0) * 1000),
                         mean_wall_ms=round(sum(walls) / max(1, len(walls)) * 1000))
 
