@@ -51,6 +51,12 @@ NEW_GAMES = 8
 """Bots with fewer games than this are ``new`` (two duplicate sets at 4 seats)."""
 CANDIDATES = 24
 """How many bots nearest in rating to the anchor are considered for its seats."""
+TOP = 3
+"""The leaderboard's top that :data:`TOP_WEIGHT` favours."""
+TOP_WEIGHT = 0.5
+"""How much more the order at the top's edge weighs (see :func:`choose_tables`)."""
+MET_WEIGHT = 1.0
+"""How much a pair's past meetings discount its information (see :func:`choose_tables`)."""
 SETTLED = 1e-3
 """A table whose score is below this removes (almost) no doubt: rule 3 fills it."""
 
@@ -89,7 +95,9 @@ def _erf(x: Array) -> Array:
 def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
                   met: Mapping[tuple[str, str], int], seats: int, count: int = 1, *,
                   seed: int | random.Random = 0, new_games: int = NEW_GAMES,
-                  candidates: int = CANDIDATES) -> list[Choice]:
+                  candidates: int = CANDIDATES, top: int = TOP,
+                  top_weight: float = TOP_WEIGHT, met_weight: float = MET_WEIGHT,
+                  ) -> list[Choice]:
     """The next ``count`` tables of ``seats`` bots, each with its reason.
 
     ``active`` are the ranked bots, ``house`` the house bots (fillers and anchors of the
@@ -122,12 +130,23 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
         if x in index and y in index:
             counts[index[x], index[y]] = counts[index[y], index[x]] = k
     mean_met = counts[:ranked, :ranked].sum() / max(ranked * (ranked - 1), 1)
-    discount = 1.0 / (1.0 + counts / (1.0 + mean_met))
+    discount = 1.0 / (1.0 + met_weight * counts / (1.0 + mean_met))
     gap = np.abs(mu[:, None] - mu[None, :])
     spread = var[:, None] + var[None, :]
     wrong = _phi(-gap / np.sqrt(spread))  # P(i and j are in the wrong order)
     wrong[:, ranked:] = 0.0  # house bots are not ranked
+    wrong[ranked:, :] = 0.0
     np.fill_diagonal(wrong, 0.0)
+    if top_weight > 0 and 0 < top < ranked:
+        # the top of the table matters more: a pair whose order may decide who is in the
+        # top `top` weighs 1 + top_weight * ranked / top times as much
+        sd = np.sqrt(var[:ranked])
+        ordered = np.sort(mu[:ranked])[::-1]
+        cut = 0.5 * (ordered[top - 1] + ordered[top])
+        inside = np.zeros(n)
+        inside[:ranked] = _phi((mu[:ranked] - cut) / sd)
+        straddle = inside[:, None] * (1 - inside[None, :]) + inside[None, :] * (1 - inside[:, None])
+        wrong *= 1.0 + top_weight * ranked / top * straddle
     close = 1.0 / (1.0 + np.exp(-(mu[:, None] - mu[None, :])))
     close = close * (1.0 - close)  # p (1 - p) of one comparison
     tie = [names[i] for i in range(n)]
@@ -159,7 +178,8 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
         table = [anchor]
         for _ in range(seats - 1):
             pool = [i for i in near if i not in table]
-            scores = {i: state.score([*table, i]) for i in pool}
+            values = state.scores(table, pool)
+            scores = {i: float(v) for i, v in zip(pool, values, strict=True)}
             best = max(pool, key=lambda i: (scores[i], -order[names[i]]))
             table.append(best)
         score = state.score(table)
@@ -184,32 +204,43 @@ class _State:
         self.mu, self.var, self.wrong, self.info, self.seats = mu, var, wrong, info, seats
         self.discount, self.counts = discount, counts
         self.spread = var[:, None] + var[None, :]
+        self.weight = info * discount
+        np.fill_diagonal(self.weight, 0.0)
 
     def score(self, table: list[int]) -> float:
         """Rule 2's score of ``table``: the expected misordered pairs it removes."""
-        t = np.array(table)
-        gained = (self.info[np.ix_(t, t)] * self.discount[np.ix_(t, t)]).sum(axis=1)
-        gained -= np.diag(self.info[np.ix_(t, t)]) * np.diag(self.discount[np.ix_(t, t)])
-        after = self.var.copy()
-        after[t] = 1.0 / (1.0 / self.var[t] + gained)
-        # for each seated bot i, every ranked j: 1 - sqrt(v'_ij / v_ij)
-        rows = self.wrong[t]
-        new_spread = after[t][:, None] + after[None, :]
-        removed = 1.0 - np.sqrt(new_spread / self.spread[t])
-        total = rows * removed
+        return float(self.scores(table[:-1], [table[-1]])[0])
+
+    def scores(self, table: list[int], pool: list[int]) -> Array:
+        """The score of ``table`` plus each bot of ``pool``, at once."""
+        t = np.array(table, dtype=np.int64)
+        c = np.array(pool, dtype=np.int64)
+        seated = np.concatenate([np.broadcast_to(t, (len(c), len(t))), c[:, None]], axis=1)
+        # each seated bot's information from the others at its table
+        gained = self.weight[seated[:, :, None], seated[:, None, :]].sum(axis=2)
+        after = np.broadcast_to(self.var, (len(c), len(self.var))).copy()
+        rows = np.arange(len(c))[:, None]
+        after[rows, seated] = 1.0 / (1.0 / self.var[seated] + gained)
+        # for each seated bot i and every ranked j: P_ij (1 - sqrt(v'_ij / v_ij))
+        mine = after[rows, seated]  # (m, s)
+        new_spread = mine[:, :, None] + after[:, None, :]
+        removed = 1.0 - np.sqrt(new_spread / self.spread[seated])
+        total = self.wrong[seated] * removed  # (m, s, n)
+        inner = np.take_along_axis(total, np.broadcast_to(seated[:, None, :], (
+            len(c), seated.shape[1], seated.shape[1])), axis=2)
         # pairs seated together count once, not twice
-        inner = total[:, t]
-        return float(total.sum() - 0.5 * (inner.sum() - np.trace(inner)))
+        return np.asarray(total.sum(axis=(1, 2)) - 0.5 * inner.sum(axis=(1, 2)),
+                          dtype=np.float64)
 
     def anchor_values(self, anchors: list[int]) -> Array:
         """Each anchor's expected misorderings removed by a typical table: one with
         S − 1 equal opponents, information ``S (S − 1) / 4``."""
         values = np.zeros(len(self.mu))
         typical = self.seats * (self.seats - 1) / 4.0
-        for i in anchors:
-            after = 1.0 / (1.0 / self.var[i] + typical)
-            removed = 1.0 - np.sqrt((after + self.var) / self.spread[i])
-            values[i] = float((self.wrong[i] * removed).sum())
+        a = np.array(anchors, dtype=np.int64)
+        after = 1.0 / (1.0 / self.var[a] + typical)
+        removed = 1.0 - np.sqrt((after[:, None] + self.var[None, :]) / self.spread[a])
+        values[a] = (self.wrong[a] * removed).sum(axis=1)
         return values
 
 

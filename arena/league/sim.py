@@ -43,6 +43,9 @@ from arena.tournament.balanced import balanced_tables
 Array = npt.NDArray[np.float64]
 
 SCHEDULERS = ("matchmaking", "random", "balanced")
+ROUND_SHARE = 4
+"""A round seats a quarter of the field (tables at once, each bot at most once): the
+ratings are updated after every round, and a scheduler may give some bots more games."""
 _LOGIT_PER_PROBIT = 1.702  # the logistic curve closest to the normal one
 
 
@@ -207,25 +210,24 @@ class Trajectory:
                     None)
 
 
-def run(model: Model, scheduler: str, seed: int, max_games: int, *,
-        stop_tau: float = 0.9, settle_rounds: int = 5) -> Trajectory:
-    """Play one league with ``scheduler`` until ``max_games``, or until tau has reached
-    ``stop_tau`` and the top 3 has been right ``settle_rounds`` rounds in a row (the
-    later rounds are then taken as right; see docs/league.md)."""
+def run(model: Model, scheduler: str, seed: int, max_games: int) -> Trajectory:
+    """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
+    more). Every run plays to the same horizon: stopping a run once it looks right would
+    count its lucky rounds as right for good."""
     world = new_world(model, seed)
     rng = random.Random(seed * 7919 + SCHEDULERS.index(scheduler))
-    per_round = len(world.names) // model.seats
+    per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
     source: list[list[int]] = []
     if scheduler == "balanced":
         relabel = np.random.default_rng([seed, 3]).permutation(len(world.names))
+        needed = -(-max_games // model.seats) + per_round
         source = [[int(relabel[b]) for b in t]
-                  for t in balanced_source(world.names, model.seats, max_games // model.seats)]
+                  for t in balanced_source(world.names, model.seats, needed)]
     truth = world.skills[: model.bots]
     top = set(np.argsort(-truth)[:3].tolist())
     games: list[int] = []
     taus: list[float] = []
     tops: list[bool] = []
-    right = 0
     while world.played < max_games:
         if scheduler == "matchmaking":
             tables = matchmaking_tables(world, per_round, rng)
@@ -234,8 +236,6 @@ def run(model: Model, scheduler: str, seed: int, max_games: int, *,
         else:
             start = world.units
             tables = source[start: start + per_round]
-            if not tables:
-                break
         for table in tables:
             for game in world.play(table):
                 world.live.record(game, update=False)
@@ -244,17 +244,14 @@ def run(model: Model, scheduler: str, seed: int, max_games: int, *,
         games.append(world.played)
         taus.append(kendall_tau(elo, truth))
         tops.append(set(np.argsort(-elo)[:3].tolist()) == top)
-        right = right + 1 if tops[-1] else 0
-        if taus[-1] >= stop_tau and right >= settle_rounds and max(taus) >= stop_tau:
-            break
     return Trajectory(games, taus, tops)
 
 
 @dataclass(frozen=True, slots=True)
 class Summary:
     """Over the runs of one scheduler: the median games to tau >= target, and the games
-    after which the top 3 was right in ``share`` of the runs (None: not within the runs'
-    games)."""
+    from which on the top 3 was right in at least ``share`` of the runs, to the end of the
+    runs (None: not within the runs' games)."""
 
     scheduler: str
     runs: int
@@ -269,7 +266,7 @@ def summarise(scheduler: str, runs: Sequence[Trajectory], target: float = 0.9,
     reached = [r.games_to_tau(target) for r in runs]
     done = [g for g in reached if g is not None]
     unfinished = len(reached) - len(done)
-    # an unfinished run counts as more than any finished one in the median
+    # a run that never reached it counts as more than any that did, in the median
     median: float | None = None
     if unfinished <= len(runs) // 2 and done:
         ordered = sorted(done) + [math.inf] * unfinished
@@ -280,12 +277,12 @@ def summarise(scheduler: str, runs: Sequence[Trajectory], target: float = 0.9,
             median = None
     checkpoints = sorted({g for r in runs for g in r.games})
     top3: int | None = None
-    for g in checkpoints:
+    for g in reversed(checkpoints):  # the first from which the share stays reached
         right = 0
         for r in runs:
             k = int(np.searchsorted(r.games, g, side="right")) - 1
             right += k >= 0 and r.top3[k]
-        if right >= share * len(runs):
-            top3 = g
+        if right < share * len(runs) - 1e-9:
             break
+        top3 = g
     return Summary(scheduler, len(runs), median, top3, unfinished)
