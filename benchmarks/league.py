@@ -8,9 +8,9 @@ true top 3 is the ranking's top 3 in at least 95% of the runs, and each as a rat
 random (random / scheduler: above 1 means fewer games than random).
 
 The default run is short (50 and 200 bots, few runs, a minute or two on two busy
-cores); ``ARENA_BENCH_LEAGUE=full`` gives the table of ``docs/league.md`` (20 runs each,
-longer horizons; about half an hour). Every run is seeded: the same settings give the
-same figures.
+cores); ``ARENA_BENCH_LEAGUE=full`` gives the table of ``docs/league.md`` (20 runs at 50
+bots, 10 at 200, longer horizons; about half an hour). Every run is seeded: the same
+settings give the same figures.
 
 Then the live ratings at 200 bots (and 2 house bots) after 100,000 games: the time of one
 :meth:`arena.league.live.LiveRatings.record` with its update (the local step), of a full
@@ -48,8 +48,8 @@ class Size:
     max_games: int
 
 
-SHORT = (Size(50, 10, 5000), Size(200, 3, 10000))
-FULL = (Size(50, 20, 10000), Size(200, 20, 30000))
+SHORT = (Size(50, 6, 3000), Size(200, 2, 6000))
+FULL = (Size(50, 20, 8000), Size(200, 10, 16000))
 LIVE_BOTS = 200
 LIVE_GAMES = 100_000
 
