@@ -156,6 +156,7 @@ def test_summaries_count_every_run_to_its_end() -> None:
     s = summarise("x", [right, flip])
     assert s.games_to_tau == 30.0  # the median of 20 and 40
     assert s.games_to_top3 == 30  # right in both from 30 on, not at 10 (one was lucky)
+    assert s.games_to_top3_90 == 30
     s = summarise("x", [right, flip, never])
     assert s.games_to_top3 is None and s.unfinished == 1
     assert s.games_to_tau == 40.0  # 20, 40 and one that never reached it
