@@ -54,9 +54,12 @@ LIVE_BOTS = 200
 LIVE_GAMES = 100_000
 
 
-def _ratio(random_games: float | None, games: float | None) -> str:
-    if random_games is None or games is None:
+def _ratio(random_games: float | None, games: float | None, horizon: int) -> str:
+    """random / scheduler; a bound where random did not get there within the horizon."""
+    if games is None:
         return "-"
+    if random_games is None:
+        return f"> {horizon / games:.2f}x"
     return f"{random_games / games:.2f}x"
 
 
@@ -84,11 +87,11 @@ def simulate(out: TextIO, sizes: tuple[Size, ...]) -> dict[str, Any]:
         print("|---|---:|---:|---:|---:|---:|---:|---:|", file=out)
         for scheduler, s in summaries.items():
             print(f"| {scheduler} | {_show(s.games_to_tau, size.max_games)} | "
-                  f"{_ratio(base.games_to_tau, s.games_to_tau)} | "
+                  f"{_ratio(base.games_to_tau, s.games_to_tau, size.max_games)} | "
                   f"{_show(s.games_to_top3, size.max_games)} | "
-                  f"{_ratio(base.games_to_top3, s.games_to_top3)} | "
+                  f"{_ratio(base.games_to_top3, s.games_to_top3, size.max_games)} | "
                   f"{_show(s.games_to_top3_90, size.max_games)} | "
-                  f"{_ratio(base.games_to_top3_90, s.games_to_top3_90)} | "
+                  f"{_ratio(base.games_to_top3_90, s.games_to_top3_90, size.max_games)} | "
                   f"{seconds[scheduler]:.0f} |", file=out, flush=True)
         figures[str(size.bots)] = {
             scheduler: {"games_to_tau": s.games_to_tau, "games_to_top3": s.games_to_top3,
