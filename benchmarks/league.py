@@ -48,7 +48,7 @@ class Size:
     max_games: int
 
 
-SHORT = (Size(50, 6, 3000), Size(200, 2, 6000))
+SHORT = (Size(50, 6, 3000), Size(200, 3, 8000))
 FULL = (Size(50, 20, 8000), Size(200, 10, 16000))
 LIVE_BOTS = 200
 LIVE_GAMES = 100_000
