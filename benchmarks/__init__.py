@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, str] = {
     "isolation": "benchmarks.isolation",
     "ray": "benchmarks.ray",
     "fairness": "benchmarks.fairness",
+    "league": "benchmarks.league",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

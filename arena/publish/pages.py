@@ -34,7 +34,7 @@ from arena.report.board import (
 )
 from arena.report.format import ms, option_value, options_text, times_text
 from arena.report.text import isolation_line
-from arena.tournament.schedule import tables
+from arena.tournament.schedule import game_count
 from arena.tournament.store import StoredGame
 
 
@@ -485,10 +485,10 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
 def _scheduled(meta: Mapping[str, str]) -> int | None:
     """How many games the schedule has (None if the store does not say)."""
     try:
-        field = json.loads(meta["bots"])
-        candidates = json.loads(meta.get("candidates") or "[]")
-        seats = int(meta["seats"])
-        return len(tables(meta["format"], field, seats, candidates)) * int(meta["deals"]) * seats
+        per_bot = meta.get("tables_per_bot")
+        return game_count(meta["format"], len(json.loads(meta["bots"])), int(meta["seats"]),
+                          int(meta["deals"]), len(json.loads(meta.get("candidates") or "[]")),
+                          tables_per_bot=int(per_bot) if per_bot is not None else None)
     except (KeyError, ValueError, TypeError):
         return None
 

@@ -81,9 +81,11 @@ def _schedule(meta: Mapping[str, str],
             made = planner(meta)
             if made is not None:
                 return {g.id: g for g in made}
+        per_bot = meta.get("tables_per_bot")
         games = schedule(meta["format"], json.loads(meta["bots"]), int(meta["seats"]),
                          int(meta["deals"]), int(meta["seed"]),
-                         json.loads(meta.get("candidates") or "[]"))
+                         json.loads(meta.get("candidates") or "[]"),
+                         tables_per_bot=int(per_bot) if per_bot is not None else None)
     except (KeyError, ValueError, TypeError):
         return None
     return {g.id: g for g in games}

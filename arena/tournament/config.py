@@ -38,6 +38,8 @@ MAX_DEPTH = 16
 """The deepest nesting of tables and arrays in a tournament file."""
 MAX_GAMES = 200_000
 """The most games one tournament may schedule (checked before the schedule is built)."""
+MAX_TABLES_PER_BOT = 100_000
+"""The most tables per bot of a balanced schedule (the games limit binds long before)."""
 MAX_SEED = (1 << 256) - 1
 _SEED_TEXT = re.compile(r"(?:[0-9]{1,78}|0x[0-9a-fA-F]{1,64})")
 
@@ -76,6 +78,8 @@ class TournamentConfig:
     format: str = "round-robin"
     deals: int = 1
     candidates: tuple[str, ...] = ()
+    tables_per_bot: int | None = None
+    """The balanced format's tables per bot (None for the other formats)."""
     seed: int | None = None
     concurrency: int = field(default_factory=usable_cores)
     concurrency_given: bool = False
@@ -116,7 +120,7 @@ _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "ti
 ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
-_SCHEDULE = {"format", "deals", "candidates"}
+_SCHEDULE = {"format", "deals", "candidates", "tables_per_bot"}
 _BOT = {"name", "spec", "requires", "sandbox", "read_only", "env", "limits", "tls_ca",
         "tls_server_name", "token", "token_env", "insecure"}
 _REMOTE_KEYS = ("tls_ca", "tls_server_name", "token", "token_env", "insecure")
@@ -230,11 +234,24 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     seed_raw = data.get("seed")
     seed = None if seed_raw is None else _seed(where, seed_raw)
     deals = _int(where, "schedule.deals", sched.get("deals", 1), 1, 10**6)
-    tables = game_count(fmt, len(bots), seats, 1, len(candidates_raw)) // seats
+    tables_per_bot: int | None = None
+    if fmt == "balanced":
+        if "tables_per_bot" not in sched:
+            raise ConfigError(f"{where}: schedule.tables_per_bot: missing; a balanced "
+                              f"schedule needs the tables each bot plays, an integer "
+                              f"1..{MAX_TABLES_PER_BOT}")
+        tables_per_bot = _int(where, "schedule.tables_per_bot", sched["tables_per_bot"], 1,
+                              MAX_TABLES_PER_BOT)
+    elif "tables_per_bot" in sched:
+        raise ConfigError(f"{where}: schedule.tables_per_bot: only a balanced schedule has "
+                          f"tables_per_bot")
+    tables = game_count(fmt, len(bots), seats, 1, len(candidates_raw),
+                        tables_per_bot=tables_per_bot) // seats
     if tables * deals * seats > MAX_GAMES:
+        fewer = "deals, bots or tables_per_bot" if fmt == "balanced" else "deals or bots"
         raise ConfigError(f"{where}: schedule: {tables} tables × {deals} deals × {seats} "
                           f"rotations = {tables * deals * seats} games; a tournament may "
-                          f"have at most {MAX_GAMES}: give fewer deals or bots")
+                          f"have at most {MAX_GAMES}: give fewer {fewer}")
     out_text = _str(where, "output", data.get("output", f"out/{name}"))
     if "\0" in out_text and (output is None or "output" in data):
         raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
@@ -248,7 +265,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         startup_ms=_int(where, "time.startup_ms", time_table.get("startup_ms", 10000), 1,
                         600_000),
         format=fmt, deals=deals,
-        candidates=tuple(candidates_raw), seed=seed,
+        candidates=tuple(candidates_raw), tables_per_bot=tables_per_bot, seed=seed,
         concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
         output=out, engine=engine, address=address, working_dir=working_dir,

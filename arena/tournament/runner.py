@@ -80,13 +80,15 @@ def prepare(config: TournamentConfig, store: Store) -> tuple[int, str]:
         "bots": json.dumps([b.name for b in config.bots]),
         "skipped": json.dumps([list(s) for s in config.skipped]),
         "isolation": config.isolation,
+        **({"tables_per_bot": str(config.tables_per_bot)}
+           if config.tables_per_bot is not None else {}),
     })
     return seed, commitment
 
 
 def games_of(config: TournamentConfig, seed: int) -> list[ScheduledGame]:
     return schedule(config.format, config.field_names, config.seats, config.deals, seed,
-                    config.candidates)
+                    config.candidates, tables_per_bot=config.tables_per_bot)
 
 
 async def run(config: TournamentConfig, store: Store, seed: int,

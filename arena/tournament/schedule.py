@@ -1,7 +1,9 @@
 """The schedule: which bots play which deal in which seats, derived from the file alone.
 
 ``round-robin``: every table of ``seats`` distinct bots from the field; ``gauntlet``:
-each candidate with every ``seats - 1`` others. Each table plays ``deals`` deal seeds,
+each candidate with every ``seats - 1`` others; ``balanced``: about n·K/S tables in which
+each bot plays ``tables_per_bot`` (K) tables, for fields too big for a round-robin
+(:mod:`arena.tournament.balanced`). Each table plays ``deals`` deal seeds,
 each in every cyclic rotation of its bots (a duplicate set), so every bot holds every
 seat's cards once. The deal seeds derive from the tournament seed and are the same at
 every table, so results are paired across tables too.
@@ -15,7 +17,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-FORMATS = ("round-robin", "gauntlet")
+from arena.tournament.balanced import balanced_tables, table_count
+
+FORMATS = ("round-robin", "gauntlet", "balanced")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +60,16 @@ def deal_seed(tournament_seed: int, deal_no: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def tables(fmt: str, field: Sequence[str], seats: int,
-           candidates: Sequence[str] = ()) -> list[tuple[str, ...]]:
-    """The tables (bot names in seat order before rotation), in a fixed order."""
+def tables(fmt: str, field: Sequence[str], seats: int, candidates: Sequence[str] = (), *,
+           tables_per_bot: int | None = None, seed: int = 0) -> list[tuple[str, ...]]:
+    """The tables (bot names in seat order before rotation), in a fixed order.
+
+    ``tables_per_bot`` (required) and ``seed`` (the tournament seed) are the balanced
+    format's; the other formats do not use them."""
+    if fmt == "balanced":
+        if tables_per_bot is None:
+            raise ValueError("a balanced schedule needs tables_per_bot")
+        return balanced_tables(field, seats, tables_per_bot, seed)
     if fmt == "round-robin":
         return list(itertools.combinations(field, seats))
     if fmt == "gauntlet":
@@ -68,10 +79,15 @@ def tables(fmt: str, field: Sequence[str], seats: int,
     raise ValueError(f"unknown schedule format {fmt!r}; allowed: {', '.join(FORMATS)}")
 
 
-def game_count(fmt: str, bots: int, seats: int, deals: int, candidates: int = 0) -> int:
+def game_count(fmt: str, bots: int, seats: int, deals: int, candidates: int = 0, *,
+               tables_per_bot: int | None = None) -> int:
     """How many games :func:`schedule` makes, computed without making them: tables ×
     ``deals`` × ``seats`` rotations (``bots`` is the field's size, candidates included)."""
-    if fmt == "gauntlet":
+    if fmt == "balanced":
+        if tables_per_bot is None:
+            raise ValueError("a balanced schedule needs tables_per_bot")
+        count = table_count(bots, seats, tables_per_bot)
+    elif fmt == "gauntlet":
         count = candidates * math.comb(max(bots - candidates, 0), seats - 1)
     else:
         count = math.comb(bots, seats)
@@ -79,12 +95,15 @@ def game_count(fmt: str, bots: int, seats: int, deals: int, candidates: int = 0)
 
 
 def schedule(fmt: str, field: Sequence[str], seats: int, deals: int, tournament_seed: int,
-             candidates: Sequence[str] = ()) -> list[ScheduledGame]:
+             candidates: Sequence[str] = (), *,
+             tables_per_bot: int | None = None) -> list[ScheduledGame]:
     """Every game of the tournament, in order: table by table, deal by deal, rotation by
-    rotation (rotation r seats the table's bot ``(s + r) % seats`` in seat ``s``)."""
+    rotation (rotation r seats the table's bot ``(s + r) % seats`` in seat ``s``). A
+    balanced schedule's tables derive from the tournament seed too."""
     games: list[ScheduledGame] = []
     seeds = [deal_seed(tournament_seed, d) for d in range(deals)]
-    for t, table in enumerate(tables(fmt, field, seats, candidates)):
+    for t, table in enumerate(tables(fmt, field, seats, candidates,
+                                     tables_per_bot=tables_per_bot, seed=tournament_seed)):
         for d, seed in enumerate(seeds):
             for r in range(seats):
                 bots = tuple(table[(s + r) % seats] for s in range(seats))

@@ -1,0 +1,296 @@
+"""A league simulated with known strengths: how many games each scheduler needs to rank.
+
+No game is played. The model (``docs/league.md``):
+
+- **Skills.** Each ranked bot's true skill is drawn from N(0, 1); the house bots sit at
+  fixed quantiles of the same distribution and are anchored at the Bradley-Terry rating
+  their skill implies (:func:`house_elo`).
+- **A deal** gives each seat a luck term L_s ~ N(0, ``luck_sd``²) that follows the cards:
+  the S rotations of a duplicate set share it, so every bot gets every seat's luck once
+  and its total over the set is free of it. That is what duplicate sets are for.
+- **A game**: seat s's score is skill + L_s + e, with e ~ N(0, ``noise_sd``²) fresh per
+  seat and game (the play's own noise); the scores are a Thurstone model, and the ratings
+  see them as :class:`arena.ratings.GameScores`.
+
+Three schedulers pick the tables, a round at a time (about as many tables as the field
+fills, each bot at most once, as concurrent tables of a league would be): ``matchmaking``
+(:mod:`arena.league.matchmaking`), ``random`` (the bot with the fewest games, the rest of
+the table at random: psyleague's and CG Arena's way) and ``balanced``
+(:mod:`arena.tournament.balanced`, played in its order). After each round the live
+ratings (:class:`arena.league.live.LiveRatings`) take a full Newton step, and the ranking
+of the ranked bots (house bots left out) is compared with the true order: Kendall's tau,
+and whether the true top 3 are its top 3 (as a set).
+
+Pure: every draw comes from generators seeded by the arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+from arena.league.live import BASE_ELO, LiveRatings
+from arena.league.matchmaking import BotState, choose_tables
+from arena.stats.ratings import ELO_PER_NAT, GameScores
+from arena.tournament.balanced import balanced_tables
+
+Array = npt.NDArray[np.float64]
+
+SCHEDULERS = ("matchmaking", "random", "balanced")
+ROUND_SHARE = 4
+"""A round seats a quarter of the field (tables at once, each bot at most once): the
+ratings are updated after every round, and a scheduler may give some bots more games."""
+_LOGIT_PER_PROBIT = 1.702  # the logistic curve closest to the normal one
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """The game model and the field's size."""
+
+    bots: int = 50
+    """Ranked bots."""
+    seats: int = 4
+    house: int = 2
+    """House bots, at the quantiles k / (house + 1) of the skills."""
+    luck_sd: float = 1.5
+    noise_sd: float = 1.0
+
+    def house_skills(self) -> list[float]:
+        normal = NormalDist()
+        return [normal.inv_cdf((k + 1) / (self.house + 1)) for k in range(self.house)]
+
+
+def house_elo(model: Model, skill: float) -> float:
+    """The Bradley-Terry Elo a skill implies: one comparison is won with probability
+    Φ(Δ / √(2 (luck² + noise²))), and logit ≈ 1.702 probit."""
+    scale = math.sqrt(2.0 * (model.luck_sd ** 2 + model.noise_sd ** 2))
+    return BASE_ELO + ELO_PER_NAT * _LOGIT_PER_PROBIT * skill / scale
+
+
+@dataclass(slots=True)
+class World:
+    """One simulated league: the true skills and everything played so far."""
+
+    model: Model
+    skills: Array
+    """True skills, ranked bots first, then the house bots."""
+    names: list[str]
+    rng: np.random.Generator
+    live: LiveRatings
+    games: Array
+    met: dict[tuple[str, str], int] = field(default_factory=dict)
+    played: int = 0
+    units: int = 0
+
+    @property
+    def ranked(self) -> list[str]:
+        return self.names[: self.model.bots]
+
+    @property
+    def house(self) -> list[str]:
+        return self.names[self.model.bots:]
+
+    def play(self, table: Sequence[int]) -> list[GameScores]:
+        """One duplicate set at ``table`` (bot indices in cyclic order), recorded."""
+        seats = len(table)
+        luck = self.rng.normal(0.0, self.model.luck_sd, seats)
+        noise = self.rng.normal(0.0, self.model.noise_sd, (seats, seats))
+        unit = f"u{self.units}"
+        self.units += 1
+        out = []
+        for r in range(seats):
+            bots = [table[(s + r) % seats] for s in range(seats)]
+            scores = tuple(float(self.skills[b] + luck[s] + noise[r, s])
+                           for s, b in enumerate(bots))
+            out.append(GameScores(unit, tuple(self.names[b] for b in bots), scores))
+        for a in table:
+            self.games[a] += seats
+            for b in table:
+                if a < b:
+                    key = (min(self.names[a], self.names[b]), max(self.names[a], self.names[b]))
+                    self.met[key] = self.met.get(key, 0) + 1
+        self.played += seats
+        return out
+
+
+def new_world(model: Model, seed: int) -> World:
+    """A league with skills drawn from ``seed``, nothing played."""
+    rng = np.random.default_rng([seed, 1])
+    skills = np.concatenate([rng.normal(0.0, 1.0, model.bots), model.house_skills()])
+    names = [f"bot{i:03d}" for i in range(model.bots)] + [f"house{k}" for k in
+                                                          range(model.house)]
+    house = {names[model.bots + k]: house_elo(model, s)
+             for k, s in enumerate(model.house_skills())}
+    live = LiveRatings(names[: model.bots], house)
+    return World(model, skills, names, np.random.default_rng([seed, 2]), live,
+                 np.zeros(len(names)))
+
+
+def kendall_tau(a: Sequence[float] | Array, b: Sequence[float] | Array) -> float:
+    """Kendall's tau-b between two lists of values (ties count as neither)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    sx = np.sign(x[:, None] - x[None, :])
+    sy = np.sign(y[:, None] - y[None, :])
+    tied_x = (sx != 0).sum()
+    tied_y = (sy != 0).sum()
+    if tied_x == 0 or tied_y == 0:
+        return math.nan
+    return float((sx * sy).sum() / math.sqrt(float(tied_x) * float(tied_y)))
+
+
+Scheduler = Callable[[World, int, random.Random], list[list[int]]]
+"""Picks ``count`` tables (bot indices in cyclic order) for the next round."""
+
+
+def matchmaking_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
+    ratings = world.live.ratings()
+    index = {name: i for i, name in enumerate(world.names)}
+
+    def state(name: str) -> BotState:
+        r = ratings[name]
+        return BotState(name, r.elo, r.sigma, int(world.games[index[name]]))
+
+    choices = choose_tables([state(n) for n in world.ranked], [state(n) for n in world.house],
+                            world.met, world.model.seats, count, seed=rng)
+    return [[index[name] for name in c.table] for c in choices]
+
+
+def random_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
+    """The bot with the fewest games (ties at random), and the rest of the table drawn at
+    random from the bots not yet seated this round."""
+    games = world.games.copy()
+    n = len(world.names)
+    used: set[int] = set()
+    tables = []
+    for _ in range(count):
+        if n - len(used) < world.model.seats:
+            used = set()
+        free = [i for i in range(n) if i not in used]
+        fewest = min(games[i] for i in free)
+        first = rng.choice([i for i in free if games[i] == fewest])
+        rest = rng.sample([i for i in free if i != first], world.model.seats - 1)
+        table = [first, *rest]
+        for b in table:
+            games[b] += world.model.seats
+        used.update(table)
+        tables.append(table)
+    return tables
+
+
+_BALANCED: dict[tuple[int, int, int], list[tuple[str, ...]]] = {}
+
+
+def balanced_source(names: Sequence[str], seats: int, tables: int) -> list[list[int]]:
+    """At least ``tables`` tables of one balanced schedule over ``names`` (kept between
+    calls: building it is the slow part, and a relabelling makes it a new one)."""
+    k = -(-tables * seats // len(names))
+    key = (len(names), seats, k)
+    if key not in _BALANCED:
+        _BALANCED[key] = balanced_tables([str(i) for i in range(len(names))], seats, k, 7)
+    return [[int(b) for b in t] for t in _BALANCED[key]]
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """A run: after each round, the games played, Kendall's tau with the true order and
+    whether the true top 3 are the ranking's top 3."""
+
+    games: list[int]
+    tau: list[float]
+    top3: list[bool]
+
+    def games_to_tau(self, target: float) -> int | None:
+        return next((g for g, t in zip(self.games, self.tau, strict=True) if t >= target),
+                    None)
+
+
+def run(model: Model, scheduler: str, seed: int, max_games: int) -> Trajectory:
+    """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
+    more). Every run plays to the same horizon: stopping a run once it looks right would
+    count its lucky rounds as right for good."""
+    world = new_world(model, seed)
+    rng = random.Random(seed * 7919 + SCHEDULERS.index(scheduler))
+    per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
+    source: list[list[int]] = []
+    if scheduler == "balanced":
+        relabel = np.random.default_rng([seed, 3]).permutation(len(world.names))
+        needed = -(-max_games // model.seats) + per_round
+        source = [[int(relabel[b]) for b in t]
+                  for t in balanced_source(world.names, model.seats, needed)]
+    truth = world.skills[: model.bots]
+    top = set(np.argsort(-truth)[:3].tolist())
+    games: list[int] = []
+    taus: list[float] = []
+    tops: list[bool] = []
+    while world.played < max_games:
+        if scheduler == "matchmaking":
+            tables = matchmaking_tables(world, per_round, rng)
+        elif scheduler == "random":
+            tables = random_tables(world, per_round, rng)
+        else:
+            start = world.units
+            tables = source[start: start + per_round]
+        for table in tables:
+            for game in world.play(table):
+                world.live.record(game, update=False)
+        world.live.step()
+        elo = world.live.elo_array(world.ranked)
+        games.append(world.played)
+        taus.append(kendall_tau(elo, truth))
+        tops.append(set(np.argsort(-elo)[:3].tolist()) == top)
+    return Trajectory(games, taus, tops)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Over the runs of one scheduler: the median games to tau >= target, and the games
+    from which on the top 3 was right in at least ``share`` of the runs, to the end of the
+    runs (None: not within the runs' games)."""
+
+    scheduler: str
+    runs: int
+    games_to_tau: float | None
+    games_to_top3: int | None
+    games_to_top3_90: int | None
+    """The same at 90% of the runs (95% of 20 runs leaves room for one near-tie)."""
+    unfinished: int
+    """Runs that never reached the tau target."""
+
+
+def summarise(scheduler: str, runs: Sequence[Trajectory], target: float = 0.9,
+              share: float = 0.95) -> Summary:
+    reached = [r.games_to_tau(target) for r in runs]
+    done = [g for g in reached if g is not None]
+    unfinished = len(reached) - len(done)
+    # a run that never reached it counts as more than any that did, in the median
+    median: float | None = None
+    if unfinished <= len(runs) // 2 and done:
+        ordered = sorted(done) + [math.inf] * unfinished
+        mid = len(ordered) // 2
+        median = float(ordered[mid] if len(ordered) % 2 else
+                       (ordered[mid - 1] + ordered[mid]) / 2)
+        if math.isinf(median):
+            median = None
+    return Summary(scheduler, len(runs), median, _top3_from(runs, share),
+                   _top3_from(runs, 0.9), unfinished)
+
+
+def _top3_from(runs: Sequence[Trajectory], share: float) -> int | None:
+    """The games from which on the top 3 is right in at least ``share`` of the runs."""
+    checkpoints = sorted({g for r in runs for g in r.games})
+    top3: int | None = None
+    for g in reversed(checkpoints):  # the first from which the share stays reached
+        right = 0
+        for r in runs:
+            k = int(np.searchsorted(r.games, g, side="right")) - 1
+            right += k >= 0 and r.top3[k]
+        if right < share * len(runs) - 1e-9:
+            break
+        top3 = g
+    return top3

@@ -1,0 +1,180 @@
+"""The league: games each scheduler needs to rank a simulated field, and the live update.
+
+``python -m benchmarks --only league`` (part of ``make bench``) simulates leagues with
+known strengths (:mod:`arena.league.sim`; no game is played) and prints, for the
+matchmaking, uniform random tables (fewest games first) and the balanced schedule, the
+median games until Kendall's tau with the true order reaches 0.9, the games from which the
+true top 3 is the ranking's top 3 in at least 95% (and 90%) of the runs, and each as a
+ratio to random (random / scheduler: above 1 means fewer games than random).
+
+The default run is short (50 and 200 bots, few runs, a minute or two on two busy
+cores); ``ARENA_BENCH_LEAGUE=full`` gives the table of ``docs/league.md`` (20 runs at 50
+bots, 10 at 200, longer horizons; about half an hour). Every run is seeded: the same
+settings give the same figures.
+
+Then the live ratings at 200 bots (and 2 house bots) after 100,000 games: the time of one
+:meth:`arena.league.live.LiveRatings.record` with its update (the local step), of a full
+Newton step (every ``refresh_every`` games), and the two together per game; medians. The
+same for ``openskill``'s Plackett-Luce ``rate`` where that package is installed (it is not
+a dependency: ``docs/league.md`` says why).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+
+from arena.league import sim
+from arena.league.live import LiveRatings
+from arena.league.sim import SCHEDULERS, Model, Summary, summarise
+from arena.stats.ratings import GameScores
+from benchmarks import Settings
+
+TITLE = ("league simulation: games to Kendall tau >= 0.9 and to a right top 3, matchmaking "
+         "vs random vs balanced; one live rating update at 200 bots after 100,000 games")
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    bots: int
+    runs: int
+    max_games: int
+
+
+SHORT = (Size(50, 6, 3000), Size(200, 3, 8000))
+FULL = (Size(50, 20, 8000), Size(200, 10, 16000))
+LIVE_BOTS = 200
+LIVE_GAMES = 100_000
+
+
+def _ratio(random_games: float | None, games: float | None, horizon: int) -> str:
+    """random / scheduler; a bound where random did not get there within the horizon."""
+    if games is None:
+        return "-"
+    if random_games is None:
+        return f"> {horizon / games:.2f}x"
+    return f"{random_games / games:.2f}x"
+
+
+def _show(value: float | None, horizon: int) -> str:
+    return f"{value:.0f}" if value is not None else f"> {horizon}"
+
+
+def simulate(out: TextIO, sizes: tuple[Size, ...]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for size in sizes:
+        model = Model(bots=size.bots)
+        summaries: dict[str, Summary] = {}
+        seconds: dict[str, float] = {}
+        for scheduler in SCHEDULERS:
+            start = time.perf_counter()
+            runs = [sim.run(model, scheduler, seed, size.max_games)
+                    for seed in range(size.runs)]
+            seconds[scheduler] = time.perf_counter() - start
+            summaries[scheduler] = summarise(scheduler, runs)
+        base = summaries["random"]
+        print(f"{size.bots} bots + {model.house} house, {model.seats} seats, {size.runs} "
+              f"runs of {size.max_games} games:", file=out)
+        print("| scheduler | games to tau >= 0.9 (median) | vs random | games to top 3 "
+              "(95% of runs) | vs random | (90% of runs) | vs random | s |", file=out)
+        print("|---|---:|---:|---:|---:|---:|---:|---:|", file=out)
+        for scheduler, s in summaries.items():
+            print(f"| {scheduler} | {_show(s.games_to_tau, size.max_games)} | "
+                  f"{_ratio(base.games_to_tau, s.games_to_tau, size.max_games)} | "
+                  f"{_show(s.games_to_top3, size.max_games)} | "
+                  f"{_ratio(base.games_to_top3, s.games_to_top3, size.max_games)} | "
+                  f"{_show(s.games_to_top3_90, size.max_games)} | "
+                  f"{_ratio(base.games_to_top3_90, s.games_to_top3_90, size.max_games)} | "
+                  f"{seconds[scheduler]:.0f} |", file=out, flush=True)
+        figures[str(size.bots)] = {
+            scheduler: {"games_to_tau": s.games_to_tau, "games_to_top3": s.games_to_top3,
+                        "games_to_top3_90": s.games_to_top3_90, "unfinished": s.unfinished,
+                        "runs": s.runs, "max_games": size.max_games}
+            for scheduler, s in summaries.items()}
+    return figures
+
+
+def _games(count: int, bots: int, seed: int) -> list[GameScores]:
+    """``count`` games of 4 seats among ``bots`` bots with skills, as duplicate sets."""
+    rng = np.random.default_rng(seed)
+    skills = rng.normal(0.0, 1.0, bots)
+    games = []
+    for k in range(count // 4):
+        table = rng.choice(bots, 4, replace=False)
+        luck = rng.normal(0.0, 1.5, 4)
+        for r in range(4):
+            seated = [int(table[(s + r) % 4]) for s in range(4)]
+            scores = tuple(float(skills[b] + luck[s] + rng.normal()) for s, b in
+                           enumerate(seated))
+            games.append(GameScores(f"u{k}", tuple(f"bot{b}" for b in seated), scores))
+    return games
+
+
+def _median_ms(times: list[float]) -> float:
+    return round(1000.0 * statistics.median(times), 3)
+
+
+def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
+    history = _games(LIVE_GAMES, LIVE_BOTS, 1)
+    fresh = _games(400, LIVE_BOTS, 2)
+    live = LiveRatings((f"bot{b}" for b in range(LIVE_BOTS)),
+                       {"house0": 1450.0, "house1": 1550.0})
+    start = time.perf_counter()
+    for game in history:
+        live.record(game, update=False)
+    live.settle()
+    load = time.perf_counter() - start
+    refresh, live.refresh_every = live.refresh_every, 10**9  # the local updates alone
+    local: list[float] = []
+    for game in fresh[: 50 * repeat]:
+        t0 = time.perf_counter()
+        live.record(game)
+        local.append(time.perf_counter() - t0)
+    live.refresh_every = refresh
+    full: list[float] = []
+    for _ in range(2 * repeat):
+        t0 = time.perf_counter()
+        live.step()
+        full.append(time.perf_counter() - t0)
+    per_game = statistics.median(local) + statistics.median(full) / live.refresh_every
+    figures: dict[str, Any] = {
+        "bots": LIVE_BOTS, "games": LIVE_GAMES, "load_and_settle_s": round(load, 1),
+        "record_ms": _median_ms(local), "full_step_ms": _median_ms(full),
+        "refresh_every": live.refresh_every, "per_game_ms": round(1000 * per_game, 3)}
+    print(f"live ratings, {LIVE_BOTS} bots after {LIVE_GAMES:,} games (medians): one game "
+          f"recorded and its local update {figures['record_ms']} ms; a full Newton step "
+          f"{figures['full_step_ms']} ms (every {live.refresh_every} games); "
+          f"{figures['per_game_ms']} ms a game in all", file=out)
+    if importlib.util.find_spec("openskill") is not None:
+        models = importlib.import_module("openskill.models")
+        model = models.PlackettLuce()
+        ratings = {f"bot{b}": model.rating(name=f"bot{b}") for b in range(LIVE_BOTS)}
+        for game in history:
+            teams = model.rate([[ratings[b]] for b in game.bots], scores=list(game.scores))
+            for b, team in zip(game.bots, teams, strict=True):
+                ratings[b] = team[0]
+        times: list[float] = []
+        for game in fresh:
+            t0 = time.perf_counter()
+            teams = model.rate([[ratings[b]] for b in game.bots], scores=list(game.scores))
+            for b, team in zip(game.bots, teams, strict=True):
+                ratings[b] = team[0]
+            times.append(time.perf_counter() - t0)
+        figures["openskill_ms"] = _median_ms(times)
+        print(f"openskill PlackettLuce.rate, the same: {figures['openskill_ms']} ms a game",
+              file=out)
+    return figures
+
+
+def run(settings: Settings, out: TextIO) -> dict[str, Any]:
+    full = os.environ.get("ARENA_BENCH_LEAGUE", "") == "full"
+    figures = simulate(out, FULL if full else SHORT)
+    return {"simulation": figures, "full": full,
+            "live": live_update(out, max(1, settings.repeat))}

@@ -1,0 +1,127 @@
+"""Live ratings: they follow the published Bradley-Terry order, and anchor on house bots."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from arena.league.live import LiveRatings
+from arena.league.sim import Model, kendall_tau, new_world
+from arena.stats.ratings import GameScores, fit_elo, rate
+
+
+def league(bots: int, sets: int, seed: int) -> tuple[list[GameScores], list[str], dict[str, float]]:
+    """``sets`` duplicate sets of random tables among ``bots`` ranked bots and two house
+    bots, from the simulation's model (true skills known)."""
+    world = new_world(Model(bots=bots, seats=4, house=2), seed)
+    rng = np.random.default_rng(seed)
+    games: list[GameScores] = []
+    for _ in range(sets):
+        table = [int(b) for b in rng.choice(len(world.names), 4, replace=False)]
+        games += world.play(table)
+    skills = {name: float(s) for name, s in zip(world.names, world.skills, strict=True)}
+    house = {name: world.live.rating(name).elo for name in world.house}
+    return games, world.ranked, {**skills, **{f"elo:{k}": v for k, v in house.items()}}
+
+
+def test_live_order_agrees_with_the_published_order_on_a_settled_league() -> None:
+    games, ranked, known = league(40, 1500, seed=3)
+    house = {name[4:]: elo for name, elo in known.items() if name.startswith("elo:")}
+    live = LiveRatings(ranked, house)
+    for game in games:  # as the league would: one update after every game
+        live.record(game)
+    published = {r.name: r.elo for r in rate(games, resamples=100, seed=1)}
+    live_elo = {r.name: r.elo for r in live.ranking()}
+    assert set(live_elo) == set(ranked)  # house bots are not ranked
+    tau = kendall_tau([live_elo[b] for b in ranked], [published[b] for b in ranked])
+    # Both fit the same comparisons with the same model; they differ only where the live
+    # fit lags (local steps for up to refresh_every games since the last full step) and
+    # in what fixes the scale (anchors and a prior at 1500 here, the pool mean there).
+    # Those move ratings by well under an Elo point, against gaps of ~7 Elo between
+    # neighbours of 40 bots: at most a pair or two of 780 may swap (tau >= 0.995).
+    assert tau >= 0.995
+    live.settle()
+    settled = {r.name: r.elo for r in live.ranking()}
+    assert kendall_tau([settled[b] for b in ranked], [published[b] for b in ranked]) >= 0.995
+    # and both find the true order about equally well
+    truth = [known[b] for b in ranked]
+    t_live = kendall_tau([settled[b] for b in ranked], truth)
+    t_published = kendall_tau([published[b] for b in ranked], truth)
+    assert t_live > 0.8 and abs(t_live - t_published) < 0.02
+
+
+def test_without_house_bots_a_settled_fit_is_the_published_fit() -> None:
+    games, _, _ = league(12, 200, seed=5)
+    games = [g for g in games if not any(b.startswith("house") for b in g.bots)]
+    live = LiveRatings()
+    live.record_set(games)
+    live.settle()
+    fitted = fit_elo(games)
+    live_elo = {r.name: r.elo for r in live.ranking()}
+    shift = np.mean([live_elo[b] - fitted[b] for b in fitted])
+    # the same maximum up to the level (prior at 1500 instead of at the pool mean):
+    # the differences are equal to a fraction of an Elo point
+    assert max(abs(live_elo[b] - fitted[b] - shift) for b in fitted) < 0.5
+    # sigma: close to the bootstrap's spread over duplicate sets (docs/league.md)
+    boot = {r.name: (r.high - r.low) / 3.92 for r in rate(games, resamples=300, seed=2)}
+    ratio = np.median([boot[b] / live.rating(b).sigma for b in fitted])
+    assert 0.6 < ratio < 1.5
+
+
+def test_house_bots_keep_their_rating_and_anchor_the_scale() -> None:
+    live = LiveRatings(["a", "b"], {"house": 1700.0})
+    for k in range(30):
+        # a beats the house bot, which beats b: a above 1700, b below
+        live.record(GameScores(f"u{k}", ("a", "house", "b"), (3.0, 2.0, 1.0)))
+    live.settle()
+    assert live.rating("house").elo == 1700.0 and live.rating("house").sigma == 0.0
+    assert live.rating("a").elo > 1700.0 > live.rating("b").elo
+    assert [r.name for r in live.ranking()] == ["a", "b"]
+    assert live.is_house("house") and not live.is_house("a")
+    # shifting the anchor shifts the others with it
+    moved = LiveRatings(["a", "b"], {"house": 1800.0})
+    for k in range(30):
+        moved.record(GameScores(f"u{k}", ("a", "house", "b"), (3.0, 2.0, 1.0)))
+    moved.settle()
+    assert moved.rating("a").elo - live.rating("a").elo == pytest.approx(100.0, abs=25.0)
+
+
+def test_sigma_shrinks_with_games_and_a_new_bot_is_at_the_prior() -> None:
+    live = LiveRatings(["a", "b", "c", "fresh"])
+    assert live.rating("fresh").elo == 1500.0
+    before = live.rating("a").sigma
+    rng = np.random.default_rng(0)
+    sigmas = []
+    for k in range(200):
+        scores = tuple(float(x) for x in rng.normal(0, 1, 3))
+        live.record(GameScores(f"u{k}", ("a", "b", "c"), scores))
+        if k in (9, 49, 199):
+            sigmas.append(live.rating("a").sigma)
+    assert before > sigmas[0] > sigmas[1] > sigmas[2] > 0
+    # about 1 / sqrt(games): 4 times the games, about half as wide
+    assert sigmas[1] / sigmas[2] == pytest.approx(2.0, rel=0.15)
+    assert live.rating("fresh").sigma == before and live.rating("fresh").games == 0
+    assert live.rating("a").games == 200
+
+
+def test_unbeaten_bots_stay_finite_and_ties_split() -> None:
+    live = LiveRatings()
+    for k in range(50):
+        live.record(GameScores(f"u{k}", ("top", "mid", "low"), (9.0, 5.0, 5.0)))
+    live.settle()
+    top, mid, low = (live.rating(n) for n in ("top", "mid", "low"))
+    assert math.isfinite(top.elo) and top.elo > mid.elo
+    assert mid.elo == pytest.approx(low.elo)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="prior_draws"):
+        LiveRatings(prior_draws=0)
+    with pytest.raises(ValueError, match="inflation"):
+        LiveRatings(inflation=-1)
+    with pytest.raises(ValueError, match="non-finite"):
+        LiveRatings(house={"h": math.nan})
+    with pytest.raises(ValueError, match="refresh_every"):
+        LiveRatings(refresh_every=0)
