@@ -37,6 +37,7 @@ from arena.sandbox import bot_folders
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
+from arena.tournament.writer import StoreWriter, store_writer
 
 
 class TournamentError(RuntimeError):
@@ -120,7 +121,8 @@ async def run(config: TournamentConfig, store: Store, seed: int,
     async def play(pools: dict[str, BotPool]) -> None:
         if on_start is not None:
             on_start(summary.total, summary.done_before)
-        await _play_all(config, seed, pending, pools, store, summary, on_game)
+        async with store_writer(store) as writer:
+            await _play_all(config, seed, pending, pools, writer, summary, on_game)
 
     try:
         await with_field(config, store, summary, play)
@@ -311,24 +313,25 @@ async def seat_all(pools: dict[str, BotPool], job: GameJob,
 
 
 async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: ScheduledGame,
-                      core: int | None, store: Store) -> GameOutcome:
+                      core: int | None, store: StoreWriter) -> GameOutcome:
     """Play ``scheduled`` with processes leased from ``pools`` (returned whatever happens)
-    and store it: started, then finished with its record, latencies and CPU time."""
+    and store it through the writer thread: started, then finished with its record,
+    latencies and CPU time."""
     leased: list[tuple[BotPool, BotConnection]] = []
     try:
         players = await seat_all(pools, job, scheduled, core, leased)
-        store.game_started(scheduled)
+        await store.game_started(scheduled)
         outcome = await run_game(job, players)
     finally:
         with trio.CancelScope(shield=True):
             for pool, conn in leased:
                 await pool.release(conn)
-    store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
+    await store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
     return outcome
 
 
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
-                    pools: dict[str, BotPool], store: Store,
+                    pools: dict[str, BotPool], store: StoreWriter,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, int], None] | None) -> None:
     seats = seat_jobs(config)
