@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, str] = {
     "tournament": "benchmarks.tournament",
     "isolation": "benchmarks.isolation",
     "ray": "benchmarks.ray",
+    "store": "benchmarks.store",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 
