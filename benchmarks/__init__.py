@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, str] = {
     "ray": "benchmarks.ray",
     "fairness": "benchmarks.fairness",
     "league": "benchmarks.league",
+    "store": "benchmarks.store",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

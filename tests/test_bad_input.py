@@ -324,7 +324,7 @@ ODD_ROWS: list[tuple[str, str, str]] = [
     ("bot protocol a word", "UPDATE bots SET protocol_version = 'one' WHERE name = 'random'",
      "bot 'random': column 5 holds 'one', not what the arena writes"),
     ("schema version other", "UPDATE meta SET value = 'v2;DROP' WHERE key = 'schema_version'",
-     "store schema version v2;DROP; this arena reads version 1"),
+     "store schema version v2;DROP; this arena reads version 2"),
 ]
 
 

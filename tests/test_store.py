@@ -199,7 +199,7 @@ def test_an_old_store_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
     assert "cpu_ms" not in columns(path, "latencies")
     assert "sandboxed" not in columns(path, "bots")
     with Store.open(tmp_path) as store:
-        assert store.meta()["schema_version"] == SCHEMA_VERSION == "1"
+        assert store.meta()["schema_version"] == SCHEMA_VERSION == "2"  # migrated
         old = list(store.iter_games())
         assert [g.record for g in old] == records
         assert all(g.cpu_ms == ((), (), ()) for g in old)
@@ -240,9 +240,9 @@ def test_an_old_store_without_new_games_reads_as_before(tmp_path: Path) -> None:
 def test_another_schema_version_is_still_refused(tmp_path: Path) -> None:
     make_old_store(tmp_path, [])
     with sqlite3.connect(tmp_path / STORE_NAME) as db:
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     db.close()
-    with pytest.raises(StoreError, match="schema version 2"):
+    with pytest.raises(StoreError, match="schema version 3"):
         Store.open(tmp_path)
     assert "cpu_ms" not in columns(tmp_path / STORE_NAME, "latencies")  # left as it was
 

@@ -37,6 +37,7 @@ from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import parse_option_texts, resolve_options
 from arena.stats.sprt import Sprt, estimate
 from arena.tournament.config import ISOLATIONS, MAX_GAMES, BotEntry, TournamentConfig
+from arena.tournament.lock import LockError, RunLock
 from arena.tournament.runner import TournamentError
 from arena.tournament.schedule import seed_commitment
 from arena.tournament.store import Store, StoreError
@@ -195,17 +196,22 @@ def _open_store(config: TournamentConfig, fresh: bool, err: Console) -> Store:
         claim_folder(out, "match", "choose another --out", Store.is_store)
     except FolderError as e:
         raise MatchError(str(e)) from None
+    try:  # before --fresh removes anything: one run at a time in a folder
+        lock = RunLock.take(out, "match")
+    except LockError as e:
+        raise MatchError(str(e)) from None
     if fresh:
         try:
             left = remove_made_files(out)
         except OSError as e:
+            lock.release()
             raise MatchError(f"{out}: --fresh cannot remove {e.filename}: {e.strerror}") \
                 from None
         if left:
             err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
                       f"{out}: {', '.join(left[:5])}", soft_wrap=True, markup=False)
     try:
-        store = Store.open(out)
+        store = Store.open(out, lock)  # the store releases the lock
         os.chmod(out, 0o700)  # the store holds the seed
         for suffix in ("", "-wal", "-shm"):
             path = out / f"tournament.sqlite{suffix}"

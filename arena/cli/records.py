@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli.common import UsageError, open_store
-from arena.model.chain import CHAIN_KEY, ChainError, Link, check_chain, is_hex_digest
+from arena.model.chain import CHAIN_KEY, ChainError, ChainWalk, Link, is_hex_digest
 from arena.model.errors import one_line
 from arena.model.record import (
     MAX_RECORD_BYTES,
@@ -58,12 +58,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if head is not None and not is_hex_digest(head):
         raise UsageError(f"arena verify: --head {args.head!r} is not a SHA-256 hex digest")
     for path in args.files:
-        if path.is_dir():
-            if _verify_folder(path, head) != 0:
-                return 1
-            continue
-        count = 0
-        links: list[Link] = []
+        code = _verify_folder(path, head) if path.is_dir() else _verify_file(path, head)
+        if code != 0:
+            return code
+    return 0
+
+
+def _verify_file(path: Path, head: str | None) -> int:
+    """``arena verify FILE``: each record re-played and its link checked as it is read,
+    one record held at a time; stops at the first that does not hold."""
+    count = 0
+    walk: ChainWalk | None = None  # once a record carries a link
+    plain: Link | None = None  # the first record without one, while none had one
+    try:
         for where, record in _records(path):
             try:
                 if isinstance(record, RecordError):
@@ -73,21 +80,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 print(one_line(f"{where}: {e}"), file=sys.stderr)
                 return 1
             count += 1
-            links.append(_link(record, where[len(str(path)):]))
-        ok = f"{path}: ok ({count} record{'s' if count != 1 else ''})"
-        if any(lk.hash is not None for lk in links):
-            try:
-                end = check_chain(links, None, head)
-            except ChainError as e:
-                print(f"{path}: {e}", file=sys.stderr)
-                return 1
-            print(f"{ok}, chain head {end}")
-        elif head is not None:
-            print(f"{path}: head mismatch: the records carry no chain", file=sys.stderr)
-            return 1
-        else:
-            print(f"{ok}, no chain")
+            lk = _link(record, where[len(str(path)):])
+            if walk is None and lk.hash is not None:
+                walk = ChainWalk(None, head, find=lambda digest: _find_link(path, digest))
+                if plain is not None:
+                    walk.add(plain)  # the chain starts with a record that has no link
+            if walk is not None:
+                walk.add(lk)
+            elif plain is None:
+                plain = Link(lk.game_id, None, None, None, {}, lk.where)
+        end = walk.end() if walk is not None else None
+    except ChainError as e:
+        print(f"{path}: {e}", file=sys.stderr)
+        return 1
+    ok = f"{path}: ok ({count} record{'s' if count != 1 else ''})"
+    if end is not None:
+        print(f"{ok}, chain head {end}")
+    elif head is not None:
+        print(f"{path}: head mismatch: the records carry no chain", file=sys.stderr)
+        return 1
+    else:
+        print(f"{ok}, no chain")
     return 0
+
+
+def _find_link(path: Path, digest: str) -> str | None:
+    """The game of the first record in ``path`` whose link is ``digest`` (a second pass
+    over the file, made only when a link does not follow the one before it)."""
+    for where, record in _records(path):
+        if isinstance(record, dict):
+            lk = _link(record, where[len(str(path)):])
+            if lk.hash == digest:
+                return lk.game_id
+    return None
 
 
 def _link(record: Any, where: str) -> Link:
@@ -106,23 +131,32 @@ def _link(record: Any, where: str) -> Link:
 
 
 def _verify_folder(folder: Path, head: str | None) -> int:
-    """``arena verify DIR``: the tournament store, read only."""
+    """``arena verify DIR``: the tournament store, read only. Exit 1 for a store that
+    does not hold, 3 for one that could not be read (a full disk or temporary space, an
+    I/O error): that says nothing about what it holds."""
     from arena.match.schedule import planned_games
     from arena.tournament.audit import AuditError, verify_store
-    from arena.tournament.store import Store, StoreError
+    from arena.tournament.store import STORE_NAME, Store, StoreError, StoreIOError, store_error
 
     if not Store.exists(folder):
         raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
     try:
         with Store.open_readonly(folder) as store:
             count, end = verify_store(store, head, [planned_games])
+    except StoreIOError as e:
+        print(str(e), file=sys.stderr)
+        return 3
     except StoreError as e:  # a store cut short or overwritten does not hold either
         print(str(e), file=sys.stderr)
         return 1
     except AuditError as e:
         print(f"{folder}: {e}", file=sys.stderr)
         return 1
-    except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as e:
+    except sqlite3.DatabaseError as e:  # a query of the audit's own
+        error = store_error(e, folder / STORE_NAME, "read")
+        print(str(error), file=sys.stderr)
+        return 3 if isinstance(error, StoreIOError) else 1
+    except (ValueError, TypeError, KeyError) as e:
         print(f"{folder}: the store cannot be read: {type(e).__name__}: {e}"[:300],
               file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from arena.report.text import (
     write_leaderboard,
 )
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.tournament.lock import LOCK_NAME, LockError, RunLock
 from arena.tournament.runner import RunSummary, TournamentError, prepare, run
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store, StoreError
@@ -82,10 +84,16 @@ def run_command(args: argparse.Namespace) -> int:
     except FolderError as e:
         print(str(e), file=sys.stderr)
         return 2
+    try:  # before --fresh removes anything: one run at a time in a folder
+        lock = RunLock.take(config.output, "tournament")
+    except LockError as e:
+        print(str(e), file=sys.stderr)
+        return 2
     if args.fresh:
         try:
             left = remove_made_files(config.output)
         except OSError as e:
+            lock.release()
             print(f"{config.output}: --fresh cannot remove {e.filename}: {e.strerror}",
                   file=sys.stderr)
             return 2
@@ -95,7 +103,7 @@ def run_command(args: argparse.Namespace) -> int:
             err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
                       f"{config.output}: {names}", soft_wrap=True, markup=False)
     try:
-        store = Store.open(config.output)
+        store = Store.open(config.output, lock)  # the store releases the lock
         # the store holds the seed: readable by its owner only (and never in a sandbox)
         os.chmod(config.output, 0o700)
         for suffix in ("", "-wal", "-shm"):
@@ -172,6 +180,7 @@ def run_command(args: argparse.Namespace) -> int:
                   f"{summary.total} games done"
                   + (f"; {summary.retries} game(s) played again after a cluster failure "
                      f"(not a bot's fault)" if use_ray else ""))
+        store.set_meta({"resamples": str(args.resamples)})  # arena publish builds the same board
         return leaderboard_command(store, config.output, "table", args.resamples)
 
 
@@ -214,7 +223,7 @@ def remove_made_files(folder: Path) -> list[str]:
                 entry.rmdir()
         elif entry.is_file() and (name in FILES or _MADE.fullmatch(name)):
             entry.unlink()
-        elif name != MARKER:
+        elif name not in (MARKER, LOCK_NAME):  # the lock stays: another run may wait on it
             left.append(name)
     return left
 
@@ -250,14 +259,23 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
 
 
 def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:
+    """Build the board (it only reads the store), write its files in ``folder`` and print
+    it; in a read-only folder it is printed with a note that the files are not written."""
     board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
                               resamples=resamples)  # first: a store it cannot read is not written
-    store.set_meta({"resamples": str(resamples)})  # arena publish builds the same board
-    written = write_leaderboard(folder, board)
+    try:
+        written = write_leaderboard(folder, board)
+    except OSError as e:
+        if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        written = []
+        print(f"note: {folder}: read-only ({e.strerror}): the leaderboard is printed, its "
+              f"files are not written", file=sys.stderr)
     if fmt == "table":
         console = Console(highlight=False)
         print_table(board, console)
-        console.print("written: " + ", ".join(str(p) for p in written), markup=False)
+        if written:
+            console.print("written: " + ", ".join(str(p) for p in written), markup=False)
     elif fmt == "md":
         sys.stdout.write(render_markdown(board))
     elif fmt == "csv":

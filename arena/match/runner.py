@@ -31,6 +31,7 @@ from arena.tournament.runner import (
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
+from arena.tournament.writer import StoreWriter, store_writer
 
 
 @dataclass(slots=True)
@@ -89,7 +90,8 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
         if on_start is not None:
             on_start(state)
         if state.verdict is None:
-            await _play(config, seed, pending, pools, store, state, on_game)
+            async with store_writer(store) as writer:
+                await _play(config, seed, pending, pools, writer, state, on_game)
 
     try:
         await with_field(config, store, state, play)
@@ -101,7 +103,7 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
 
 
 async def _play(config: TournamentConfig, seed: int, pending: Iterator[ScheduledGame],
-                pools: dict[str, BotPool], store: Store, state: MatchState,
+                pools: dict[str, BotPool], store: StoreWriter, state: MatchState,
                 on_game: Callable[[MatchState, bool], None] | None) -> None:
     seats = seat_jobs(config)
     cores = sorted(os.sched_getaffinity(0))

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from arena.model.chain import ChainError, Link, check_chain, genesis
+from arena.model.chain import ChainError, ChainWalk, Link, genesis
 from arena.model.record import RecordError, verify_record
 from arena.tournament.schedule import ScheduledGame, schedule
 from arena.tournament.store import Store, StoredGame
@@ -34,16 +34,25 @@ def verify_store(store: Store, head: str | None = None,
                  planners: Sequence[Planner] = ()) -> tuple[int, str | None]:
     """Check every finished game of ``store``; returns (games, chain head), the head None
     for a store written before the chain. ``head``: the published head it must end at;
-    ``planners`` are tried before the tournament's own schedule."""
+    ``planners`` are tried before the tournament's own schedule.
+
+    One pass in chain order, from one snapshot of the store (a run may write meanwhile):
+    each game's link, its table rows and its rules, then the next; one record is held at
+    a time. The first game at fault in chain order is named."""
+    with store.snapshot():
+        return _verify(store, head, planners)
+
+
+def _verify(store: Store, head: str | None,
+            planners: Sequence[Planner]) -> tuple[int, str | None]:
     meta = store.meta()
     commitment = meta.get("seed_commitment", "")
     seed = meta.get("seed")
     if seed is not None and commitment and \
             hashlib.sha256(seed.encode()).hexdigest() != commitment:
         raise AuditError("meta: the seed does not match the seed commitment")
-    games = list(store.iter_games(chain_order=True))
-    chained = "chain_head" in meta or any(g.chain is not None for g in games)
-    end: str | None = None
+    chained = "chain_head" in meta or store.has_links()
+    walk: ChainWalk | None = None
     if chained:
         if "chain_head" not in meta:
             raise AuditError("head mismatch: the store holds linked games but no chain head")
@@ -51,25 +60,36 @@ def verify_store(store: Store, head: str | None = None,
             length = int(meta.get("chain_games", ""))
         except ValueError:
             length = None
-        links = [Link(g.id, g.chain_seq, g.chain_prev, g.chain, g.record) for g in games]
-        try:
-            end = check_chain(links, genesis(commitment), meta["chain_head"], length)
-        except ChainError as e:
-            raise AuditError(str(e)) from None
-        if head is not None and end != head:
-            raise AuditError(f"head mismatch: the chain head is {end}, not {head}")
+        walk = ChainWalk(genesis(commitment), meta["chain_head"], length,
+                         store.game_with_link)
     elif head is not None:
         raise AuditError("head mismatch: the store holds no chain (written before it)")
     planned = _schedule(meta, planners)
-    for game in games:
+    count = 0
+    for game in store.iter_games(chain_order=True):
         where = f"game {game.id}"
+        if walk is not None:
+            try:
+                walk.add(Link(game.id, game.chain_seq, game.chain_prev, game.chain,
+                              game.record))
+            except ChainError as e:
+                raise AuditError(str(e)) from None
         _check_game(store, game, planned, where)
         try:
             verify_record(game.record)
         except RecordError as e:
             raise AuditError(f"{where}: {e}") from None
+        count += 1
+    end: str | None = None
+    if walk is not None:
+        try:
+            end = walk.end()
+        except ChainError as e:
+            raise AuditError(str(e)) from None
+        if head is not None and end != head:
+            raise AuditError(f"head mismatch: the chain head is {end}, not {head}")
     _check_orphans(store)
-    return len(games), end
+    return count, end
 
 
 def _schedule(meta: Mapping[str, str],
@@ -168,9 +188,10 @@ def _check_latencies(store: Store, game: StoredGame, where: str) -> None:
 def _check_orphans(store: Store) -> None:
     """Rows of results, faults and latencies for a game that is not a finished one."""
     for table in ("results", "faults", "latencies"):
+        # NOT EXISTS probes the games' primary key: no temporary table of every id
         row = store.db.execute(
-            f"SELECT game_id FROM {table} WHERE game_id NOT IN"
-            " (SELECT id FROM games WHERE status = 'done') LIMIT 1").fetchone()
+            f"SELECT game_id FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM games AS g"
+            " WHERE g.id = t.game_id AND g.status = 'done') LIMIT 1").fetchone()
         if row is not None:
             raise AuditError(f"game {row[0]}: added: {table} rows for a game that is not a "
                              f"finished game of the store")

@@ -39,6 +39,7 @@ from arena.tournament.runner import (
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
+from arena.tournament.writer import StoreWriter, store_writer
 
 INSTALL = "pip install 'trick-arena[ray]'"
 EXCLUDES = (".git", ".venv", "__pycache__", "node_modules/.cache")
@@ -96,8 +97,9 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
                     await _hello_all(ray, config, store)
                     if on_start is not None:
                         on_start(summary.total, summary.done_before)
-                    await _play_all(ray, config, seed, pending, done, store, summary,
-                                    on_game)
+                    async with store_writer(store) as writer:
+                        await _play_all(ray, config, seed, pending, done, writer, summary,
+                                        on_game)
                 except TournamentError as e:
                     failed.append(e)
                 nursery.cancel_scope.cancel()
@@ -152,7 +154,7 @@ async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
 
 
 async def _play_all(ray: Any, config: TournamentConfig, seed: int,
-                    pending: list[ScheduledGame], done: set[str], store: Store,
+                    pending: list[ScheduledGame], done: set[str], store: StoreWriter,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, int], None] | None) -> None:
     # no retries by Ray itself: the driver plays a lost game again, so it can count it
@@ -167,7 +169,7 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
             while queue and len(in_flight) < limit:
                 game, attempt = queue.popleft()
                 if attempt == 0:
-                    store.game_started(game)
+                    await store.game_started(game)
                 job = replace(job_of(config, seed, game, seats), cwd=_cwd(config))
                 in_flight[play.remote(job.to_json())] = (game, attempt)
             for ref in await _wait(ray, list(in_flight)):
@@ -188,8 +190,8 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     continue
                 if game.id in done:  # played twice: the store has it once
                     continue
-                store.game_finished(game, outcome.record, outcome.latencies_ms,
-                                    outcome.cpu_ms)
+                await store.game_finished(game, outcome.record, outcome.latencies_ms,
+                                          outcome.cpu_ms)
                 done.add(game.id)
                 summary.played += 1
                 summary.faults += len(outcome.faults)

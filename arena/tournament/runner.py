@@ -29,6 +29,7 @@ from arena.proc.connection import HandshakeError
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
+from arena.tournament.writer import StoreWriter, store_writer
 
 
 class TournamentError(RuntimeError):
@@ -114,7 +115,8 @@ async def run(config: TournamentConfig, store: Store, seed: int,
     async def play(pools: dict[str, BotPool]) -> None:
         if on_start is not None:
             on_start(summary.total, summary.done_before)
-        await _play_all(config, seed, pending, pools, store, summary, on_game)
+        async with store_writer(store) as writer:
+            await _play_all(config, seed, pending, pools, writer, summary, on_game)
 
     try:
         await with_field(config, store, summary, play)
@@ -276,18 +278,19 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
 
 
 async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: ScheduledGame,
-                      core: int | None, store: Store) -> GameOutcome:
+                      core: int | None, store: StoreWriter) -> GameOutcome:
     """Play ``scheduled`` with processes leased from ``pools`` (returned whatever happens)
-    and store it: started, then finished with its record, latencies and CPU time."""
+    and store it through the writer thread: started, then finished with its record,
+    latencies and CPU time."""
     async with leased_players(pools, job, core) as players:
-        store.game_started(scheduled)
+        await store.game_started(scheduled)
         outcome = await run_game(job, players)
-    store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
+    await store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
     return outcome
 
 
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
-                    pools: dict[str, BotPool], store: Store,
+                    pools: dict[str, BotPool], store: StoreWriter,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, int], None] | None) -> None:
     seats = seat_jobs(config)

@@ -12,10 +12,23 @@ order the games are written: ``games.chain_seq``, ``chain_prev`` and ``chain``, 
 head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all in the
 game's transaction.
 
-Columns added after the first release (``bots.sandboxed``, ``bots.isolation``,
-``bots.insecure``, ``latencies.cpu_ms``, ``games.chain_seq``, ``games.chain_prev``,
-``games.chain``) are nullable and are added to an older store when it is opened, so
-:data:`SCHEMA_VERSION` stays ``"1"``: an older arena ignores them.
+**A constant cost per game.** Every query a run makes per game goes through an index
+(:data:`_INDEXES`): the chain's end is the last entry of ``games_chain``, games from
+before the chain are found in ``games_unchained`` (empty once they are linked), the rows
+of one game by its id. The record is the last column of ``games``, so reading a row's
+other columns never walks the record's overflow pages. Finished games are read in chain
+order along ``games_chain``, without a sort (no temporary space).
+
+**One writer.** Every write needs the output folder's run lock (:mod:`arena.tournament.lock`):
+a run takes it first and hands it to :meth:`Store.open`; a store opened without it takes
+it at its first write, and a second writer is refused (:class:`StoreLocked`). So the
+chain is only ever extended by one process, from the head it reads in its own write
+transaction. Readers never take the lock.
+
+**Versions.** :data:`SCHEMA_VERSION` is ``"2"``: the record moved last, the indexes. A
+version-1 store (an earlier arena's) is migrated in place the first time
+:meth:`Store.open` opens it, in one transaction (see :func:`_migrate_v1`);
+:meth:`Store.open_readonly` reads a version-1 store as it is, without migrating it.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -33,28 +47,15 @@ from typing import Any, ParamSpec, TypeVar
 from arena.model import chain
 from arena.model.errors import one_line, show
 from arena.rules.cards import CardError, parse_card
+from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.schedule import ScheduledGame
 
 STORE_NAME = "tournament.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+READABLE_VERSIONS = ("1", SCHEMA_VERSION)
+"""The versions :meth:`Store.open_readonly` reads (1 as it is, unmigrated)."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS bots (
-    name TEXT PRIMARY KEY,
-    spec TEXT NOT NULL,
-    version TEXT,
-    author TEXT,
-    protocol_version INTEGER,
-    games TEXT,
-    sandboxed INTEGER,
-    isolation TEXT,
-    insecure INTEGER
-);
-CREATE TABLE IF NOT EXISTS games (
+_GAMES = """CREATE TABLE IF NOT EXISTS {name} (
     id TEXT PRIMARY KEY,
     seq INTEGER NOT NULL UNIQUE,
     table_no INTEGER NOT NULL,
@@ -65,12 +66,34 @@ CREATE TABLE IF NOT EXISTS games (
     status TEXT NOT NULL CHECK (status IN ('running', 'done')),
     started_at REAL,
     ended_at REAL,
-    record TEXT,
     chain_seq INTEGER,
     chain_prev TEXT,
-    chain TEXT
-);
-CREATE TABLE IF NOT EXISTS results (
+    chain TEXT,
+    record TEXT
+)"""
+"""The games table; ``record`` last: a row's other columns sit before its overflow pages."""
+_GAME_COLUMNS = ("id", "seq", "table_no", "deal_no", "rotation", "deal_seed", "bots",
+                 "status", "started_at", "ended_at", "chain_seq", "chain_prev", "chain",
+                 "record")
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS bots (
+    name TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    version TEXT,
+    author TEXT,
+    protocol_version INTEGER,
+    games TEXT,
+    sandboxed INTEGER,
+    isolation TEXT,
+    insecure INTEGER
+)""",
+    _GAMES.format(name="games"),
+    """CREATE TABLE IF NOT EXISTS results (
     game_id TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
     seat INTEGER NOT NULL,
     bot TEXT NOT NULL,
@@ -78,8 +101,8 @@ CREATE TABLE IF NOT EXISTS results (
     place INTEGER NOT NULL,
     forfeited INTEGER NOT NULL,
     PRIMARY KEY (game_id, seat)
-);
-CREATE TABLE IF NOT EXISTS faults (
+)""",
+    """CREATE TABLE IF NOT EXISTS faults (
     game_id TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
     seat INTEGER NOT NULL,
     bot TEXT NOT NULL,
@@ -88,28 +111,38 @@ CREATE TABLE IF NOT EXISTS faults (
     kind TEXT NOT NULL,
     detail TEXT NOT NULL,
     action TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS latencies (
+)""",
+    """CREATE TABLE IF NOT EXISTS latencies (
     game_id TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
     seat INTEGER NOT NULL,
     bot TEXT NOT NULL,
     ms TEXT NOT NULL,
     cpu_ms TEXT,
     PRIMARY KEY (game_id, seat)
-);
-"""
+)""",
+)
+
+_INDEXES = (
+    # done_ids, count_done, reset_unfinished, and finished games in schedule order
+    "CREATE INDEX IF NOT EXISTS games_status ON games (status, seq, id)",
+    # the chain's end (its last entry) and the games in chain order
+    "CREATE INDEX IF NOT EXISTS games_chain ON games (chain_seq) WHERE chain_seq IS NOT NULL",
+    # finished games without a link (a store from before the chain): empty once linked
+    "CREATE INDEX IF NOT EXISTS games_unchained ON games (seq)"
+    " WHERE status = 'done' AND chain_seq IS NULL",
+    # a game's faults (verify), and the cascade when a running game is reset
+    "CREATE INDEX IF NOT EXISTS faults_game ON faults (game_id)",
+)
+"""Every query on the game path uses one of these (or a primary key)."""
 
 _ADDED_COLUMNS = (
-    # table, column, declaration: nullable columns newer than the first schema
+    # table, column, declaration: nullable columns newer than the first schema, added to
+    # a version-1 store that lacks them (the games table is rebuilt whole)
     ("bots", "sandboxed", "INTEGER"),
     ("bots", "isolation", "TEXT"),
     ("bots", "insecure", "INTEGER"),
     ("latencies", "cpu_ms", "TEXT"),
-    ("games", "chain_seq", "INTEGER"),
-    ("games", "chain_prev", "TEXT"),
-    ("games", "chain", "TEXT"),
 )
-"""Columns an older store lacks; :meth:`Store.open` adds them with ``ALTER TABLE``."""
 
 
 class StoreError(RuntimeError):
@@ -121,28 +154,68 @@ class StoreError(RuntimeError):
         super().__init__(one_line(message))
 
 
+class StoreIOError(StoreError):
+    """The store could not be read or written for a reason outside it: the disk (or the
+    temporary space) is full, an I/O error, a read-only folder, no permission, a busy
+    file. It says nothing about what the store holds (``arena verify`` exits 3, not 1)."""
+
+
+class StoreLocked(StoreIOError):
+    """Another process holds the output folder's run lock (it names its PID)."""
+
+
+_SQLITE_CAUSES = {
+    # SQLite's primary result codes that are about the machine, not the file's content
+    3: "no permission",      # SQLITE_PERM
+    5: "busy: another process holds it",  # SQLITE_BUSY
+    6: "busy: another process holds it",  # SQLITE_LOCKED
+    7: "out of memory",      # SQLITE_NOMEM
+    8: "read-only",          # SQLITE_READONLY
+    10: "I/O error",         # SQLITE_IOERR
+    13: "disk full",         # SQLITE_FULL (the store's disk, or the temporary space)
+    14: "cannot open the file",  # SQLITE_CANTOPEN
+}
+
+
+def store_error(error: BaseException, path: Path, verb: str) -> StoreError:
+    """The one-line error for an error of SQLite on the store at ``path`` while it was
+    being ``verb`` ("read", "write", ...): :class:`StoreIOError` for a full disk, an I/O
+    error and the like (by SQLite's result code, never by its text), else "damaged or
+    not a trick-arena store"."""
+    code = getattr(error, "sqlite_errorcode", None)
+    cause = _SQLITE_CAUSES.get(code & 0xFF) if isinstance(code, int) else None
+    if cause is not None:
+        return StoreIOError(f"{path}: cannot {verb}: {cause} ({error})")
+    return StoreError(f"{path}: damaged or not a trick-arena store ({error})")
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Turn SQLite's errors (a damaged file, a foreign database) into :class:`StoreError`."""
-    @functools.wraps(method)
-    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(*args, **kwargs)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            store = args[0]
-            assert isinstance(store, Store)
-            raise StoreError(f"{store.path}: damaged or not a trick-arena store ({e})") from None
-    return guarded
+def _guarded(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Turn SQLite's errors into :class:`StoreError` (see :func:`store_error`)."""
+    def decorate(method: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(method)
+        def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return method(*args, **kwargs)
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+                store = args[0]
+                assert isinstance(store, Store)
+                raise store_error(e, store.path, verb) from None
+        return guarded
+    return decorate
 
 
-_INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults")
+_INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults", "tables_per_bot")
 """Meta keys whose values are integers in decimal."""
 _JSON_META = {"options": dict, "candidates": list, "bots": list, "skipped": list}
 """Meta keys whose values are JSON, and the type they hold."""
 _DECIMAL = re.compile(r"-?[0-9]{1,80}")
+
+_SELECT_GAME = ("SELECT g.id, g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
+                " g.started_at, g.ended_at, g.record, {links} FROM games AS g {where}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,30 +250,56 @@ class StoredGame:
 
 
 class Store:
-    """A tournament store. Use :meth:`open`; close with :meth:`close` (or ``with``)."""
+    """A tournament store. Use :meth:`open` or :meth:`open_readonly`; close with
+    :meth:`close` (or ``with``)."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path, *,
+                 lock: RunLock | None = None, owns_lock: bool = False,
+                 readonly: bool = False, legacy: bool = False) -> None:
         self.db = connection
         self.path = path
+        self.readonly = readonly
+        self._lock = lock
+        self._owns_lock = owns_lock
+        self._legacy = legacy
+        """A version-1 store read as it is (:meth:`open_readonly`): no indexes."""
+        self._chain_columns: bool | None = None
 
     @classmethod
-    def open(cls, folder: Path) -> Store:
-        """Open (creating if needed) the store in ``folder``.
+    def open(cls, folder: Path, lock: RunLock | None = None) -> Store:
+        """Open (creating if needed) the store in ``folder``, migrating a version-1 store.
 
         An existing file must be a store: an empty file, a damaged one or another
         database is refused with :class:`StoreError` and left as it is. Another process
         opening the same store at the same moment (e.g. both turning an old store's
         journal to WAL) can make SQLite answer "locked" at once, without its busy wait:
-        the opening is then tried again, for up to :data:`OPEN_WAIT_S` seconds."""
+        the opening is then tried again, for up to :data:`OPEN_WAIT_S` seconds.
+
+        ``lock``: the folder's run lock, taken by the caller (a run takes it before
+        ``--fresh`` removes anything). The store owns it from then on: it is released
+        when the store is closed, or at once if the opening fails. Without it, the store
+        takes the lock at its first write."""
+        try:
+            store = cls._open_retrying(folder)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        if lock is not None:
+            store._lock, store._owns_lock = lock, True
+        return store
+
+    @classmethod
+    def _open_retrying(cls, folder: Path) -> Store:
         deadline = time.monotonic() + OPEN_WAIT_S
         while True:
             try:
                 return cls._open_once(folder)
             except _Busy as e:
                 if time.monotonic() > deadline:
-                    raise StoreError(f"{folder / STORE_NAME}: {e.args[0]} (busy for "
-                                     f"{OPEN_WAIT_S:.0f} s: another process holds it)"
-                                     ) from None
+                    raise StoreIOError(f"{folder / STORE_NAME}: {e.args[0]} (busy for "
+                                       f"{OPEN_WAIT_S:.0f} s: another process holds it)"
+                                       ) from None
                 time.sleep(0.02 + 0.08 * (time.monotonic() % 1))
 
     @classmethod
@@ -208,32 +307,24 @@ class Store:
         path = folder / STORE_NAME
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            new = not path.exists()
-            if not new and not path.is_file():
-                raise StoreError(f"{path}: not a trick-arena store (not a file)")
-            if not new and path.stat().st_size == 0:
-                raise StoreError(f"{path}: not a trick-arena store (an empty file); move it "
-                                 f"away, or run the tournament again with --fresh")
         except OSError as e:
-            raise StoreError(f"{path}: cannot open: {e.strerror or e}") from None
+            raise StoreIOError(f"{path}: cannot open: {e.strerror or e}") from None
+        new = not _check_file(path)
         db: sqlite3.Connection | None = None
         try:
             db = sqlite3.connect(path, isolation_level=None, timeout=30)
-            if not new:
-                found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                                   " AND name = 'meta'").fetchone()
-                if found is None:
-                    raise StoreError(f"{path}: not a trick-arena store (an SQLite database "
-                                     f"without its tables)")
+            if not new and not _has_meta(db):
+                raise StoreError(f"{path}: not a trick-arena store (an SQLite database "
+                                 f"without its tables)")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             if new:  # the tables and the version at once: never a store without a version
-                db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} INSERT OR IGNORE INTO meta "
-                                 f"(key, value) VALUES ('schema_version', "
-                                 f"'{SCHEMA_VERSION}'); COMMIT;")
-            else:
-                db.executescript(_SCHEMA)
+                with _Transaction(db):
+                    for statement in (*_TABLES, *_INDEXES):
+                        db.execute(statement)
+                    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES "
+                               "('schema_version', ?)", (SCHEMA_VERSION,))
         except (sqlite3.DatabaseError, UnicodeDecodeError, StoreError) as e:
             if db is not None:
                 db.close()
@@ -241,44 +332,64 @@ class Store:
                 raise
             if _is_busy(e):
                 raise _Busy(str(e)) from None
-            raise StoreError(f"{path}: damaged or not a trick-arena store ({e})") from None
+            raise store_error(e, path, "open") from None
         store = cls(db, path)
         try:
             version = store.meta().get("schema_version")
+            if version is None:
+                raise StoreError(f"{path}: not a trick-arena store (no schema version)")
+            if version == "1":
+                _migrate_v1(db)
+            elif version != SCHEMA_VERSION:
+                raise StoreError(f"{path}: store schema version {one_line(version, 40)}; "
+                                 f"this arena reads version {SCHEMA_VERSION} (and migrates "
+                                 f"version 1)")
+            elif not _has_indexes(db):  # a table or index lost: made again
+                with _Transaction(db):
+                    for statement in (*_TABLES, *_INDEXES):
+                        db.execute(statement)
         except StoreError:
             db.close()
             raise
-        if version is None:
-            db.close()
-            raise StoreError(f"{path}: not a trick-arena store (no schema version)")
-        if version != SCHEMA_VERSION:
-            db.close()
-            raise StoreError(f"{path}: store schema version {one_line(version, 40)}; this "
-                             f"arena reads version {SCHEMA_VERSION}")
-        try:
-            _add_missing_columns(db)  # after the version check: leave other versions alone
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             db.close()
             if _is_busy(e):
                 raise _Busy(str(e)) from None
-            raise StoreError(f"{path}: cannot add the new columns to the store ({e})") from None
+            raise store_error(e, path, "migrate the store (version 1 to 2)") from None
         return store
 
     @classmethod
     def open_readonly(cls, folder: Path) -> Store:
-        """Open the store in ``folder`` for reading only: nothing is created or added."""
+        """Open the store in ``folder`` for reading only: nothing is created, added or
+        migrated (a version-1 store is read as it is). It works while a run writes, and
+        in a read-only folder: where SQLite cannot make the store's shared-memory file
+        (``-shm``) there, the file is read as immutable, which is exact only with no
+        write-ahead log to replay and no run writing; otherwise it is refused with
+        :class:`StoreIOError` saying why."""
         path = folder / STORE_NAME
+        if not _check_file(path):
+            raise StoreError(f"{path}: no tournament store here")
+        db, shared = _connect_readonly(path)
+        store = cls(db, path, lock=shared, owns_lock=True, readonly=True)
         try:
-            db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True,
-                                 isolation_level=None, timeout=30)
-            store = cls(db, path)
+            if not _has_meta(db):
+                raise StoreError(f"{path}: not a trick-arena store (an SQLite database "
+                                 f"without its tables)")
             version = store.meta().get("schema_version")
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path}: not a trick-arena store ({e})") from None
-        if version != SCHEMA_VERSION:
-            db.close()
-            raise StoreError(f"{path}: store schema version {version}; this arena reads "
-                             f"version {SCHEMA_VERSION}")
+        except StoreError:
+            store.close()
+            raise
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            store.close()
+            raise store_error(e, path, "read") from None
+        if version is None:
+            store.close()
+            raise StoreError(f"{path}: not a trick-arena store (no schema version)")
+        if version not in READABLE_VERSIONS:
+            store.close()
+            raise StoreError(f"{path}: store schema version {one_line(version, 40)}; this "
+                             f"arena reads version {SCHEMA_VERSION} (and version 1)")
+        store._legacy = version == "1"
         return store
 
     @classmethod
@@ -293,18 +404,23 @@ class Store:
         if not path.is_file() or path.is_symlink():
             return False
         try:
-            db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
-            try:
-                row = db.execute(
-                    "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            finally:
-                db.close()
+            db, shared = _connect_readonly(path, timeout=5)
+        except StoreError:
+            return False
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.Error:
             return False
+        finally:
+            db.close()
+            if shared is not None:
+                shared.release()
         return row is not None
 
     def close(self) -> None:
         self.db.close()
+        if self._owns_lock and self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> Store:
         return self
@@ -312,9 +428,59 @@ class Store:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    # -- the run lock, and the writer's connection --------------------------------------
+
+    def claim(self) -> None:
+        """Make sure this store holds its folder's run lock, taking it now if need be:
+        every write needs it. Raises :class:`StoreLocked` naming the holder."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: opened for reading only")
+        if self._lock is not None and self._lock.held and not self._lock.shared:
+            return
+        try:
+            self._lock, self._owns_lock = RunLock.take(self.path.parent), True
+        except Held as e:
+            raise StoreLocked(str(e)) from None
+        except LockError as e:
+            raise StoreIOError(str(e)) from None
+
+    @_guarded("open")
+    def writer_copy(self) -> Store:
+        """Another connection to this store, sharing its run lock (taken now if need be),
+        for the writer thread (:mod:`arena.tournament.writer`): make it in that thread."""
+        self.claim()
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            db.close()
+            raise
+        return Store(db, self.path, lock=self._lock)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read in one transaction: everything read inside sees the store as it was at
+        the first read, however many games a run writes meanwhile (``arena verify`` reads
+        the head in ``meta`` and every game from the same state)."""
+        if self.db.in_transaction:
+            yield
+            return
+        try:
+            self.db.execute("BEGIN")
+        except sqlite3.DatabaseError as e:
+            raise store_error(e, self.path, "read") from None
+        try:
+            yield
+        finally:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error that ended the block is the one to report
+
     # -- metadata and bots --------------------------------------------------------------
 
-    @_guarded
+    @_guarded("read")
     def meta(self) -> dict[str, str]:
         """The tournament's metadata; raises :class:`StoreError` for a value the arena
         did not write (a seed that is not a number, options that are not JSON, ...)."""
@@ -334,13 +500,14 @@ class Store:
                                      f"{'object' if kind is dict else 'list'}")
         return meta
 
-    @_guarded
+    @_guarded("write")
     def set_meta(self, values: Mapping[str, str]) -> None:
+        self.claim()
         with self._transaction():
             self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                                 list(values.items()))
 
-    @_guarded
+    @_guarded("write")
     def set_bot(self, name: str, spec: str, version: str = "", author: str = "",
                 protocol_version: int | None = None, games: Sequence[str] = (), *,
                 sandboxed: bool = True, isolation: str = "", insecure: bool = False) -> None:
@@ -349,6 +516,7 @@ class Store:
         how its processes are shared between games (``"deal"``, ``"game"`` or
         ``"shared"``; ``""`` if unsaid); ``insecure`` is True for a bot reached by plain
         ``grpc://`` beyond loopback (no TLS, no authentication)."""
+        self.claim()
         with self._transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO bots (name, spec, version, author, protocol_version,"
@@ -379,6 +547,8 @@ class Store:
 
     # -- games ------------------------------------------------------------------------
 
+    # -- games ------------------------------------------------------------------------
+
     def done_ids(self) -> set[str]:
         return {r[0] for r in self._read("SELECT id FROM games WHERE status = 'done'")}
 
@@ -388,18 +558,20 @@ class Store:
     def count_faults(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM faults")[0][0])
 
-    @_guarded
-    def _read(self, sql: str) -> list[Any]:
-        return self.db.execute(sql).fetchall()
+    @_guarded("read")
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self.db.execute(sql, params).fetchall()
 
-    @_guarded
+    @_guarded("write")
     def reset_unfinished(self) -> int:
         """Forget games a stopped run left ``running``; returns how many."""
+        self.claim()
         with self._transaction():
             return self.db.execute("DELETE FROM games WHERE status = 'running'").rowcount
 
-    @_guarded
+    @_guarded("write")
     def game_started(self, game: ScheduledGame) -> None:
+        self.claim()
         with self._transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO games (id, seq, table_no, deal_no, rotation, deal_seed,"
@@ -407,25 +579,36 @@ class Store:
                 (game.id, game.seq, game.table_no, game.deal_no, game.rotation,
                  str(game.deal_seed), json.dumps(game.bots), time.time()))
 
-    @_guarded
+    @_guarded("write")
     def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
                       latencies_ms: Sequence[Sequence[float]],
                       cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
-        """Store a finished game with its results, faults and latencies, atomically.
+        """Store a finished game with its results, faults and latencies, atomically, and
+        link it after the chain's head (read in the same transaction). The game must be
+        ``running`` (:meth:`game_started`).
 
         ``latencies_ms`` holds each seat's answer times; ``cpu_ms`` (optional) each seat's
         bot-process CPU time per decision, None where it was not measured (a built-in bot,
-        a machine without cgroups). Both are stored rounded to 0.001 ms.
+        a machine without cgroups). Both are stored rounded to 0.001 ms. The cost does
+        not grow with the number of games stored: every statement uses an index.
         """
+        self.claim()
         seats = max(len(latencies_ms), len(cpu_ms or ()))
         forfeited = record.get("forfeited") or [False] * len(game.bots)
         text = json.dumps(record, separators=(",", ":"))
+        stored = json.loads(text)  # what is hashed is what is read back
         with self._transaction():
-            self._chain_unchained()  # games of a store from before the chain
-            self.db.execute(
-                "UPDATE games SET status = 'done', ended_at = ?, record = ? WHERE id = ?",
-                (time.time(), text, game.id))
-            self._append_to_chain(game.id, json.loads(text))
+            self._link_unchained()  # games of a store from before the chain
+            seq, prev = self._chain_end()
+            head = chain.link(prev, stored)
+            updated = self.db.execute(
+                "UPDATE games SET status = 'done', ended_at = ?, chain_seq = ?, chain_prev = ?,"
+                " chain = ?, record = ? WHERE id = ? AND status = 'running'",
+                (time.time(), seq, prev, head, text, game.id)).rowcount
+            if updated != 1:
+                raise StoreError(f"{self.path}: game {game.id} finished but is not running "
+                                 f"in the store (another run reset it?)")
+            self._set_head(head, seq)
             self.db.executemany(
                 "INSERT OR REPLACE INTO results (game_id, seat, bot, score, place, forfeited)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -450,24 +633,64 @@ class Store:
         """Every finished game in schedule order, one at a time (records are not kept).
 
         ``chain_order``: in results-chain order instead, games without a link last (in
-        schedule order). Raises :class:`StoreError` naming the game for a row the arena
-        did not write: a record that is not a JSON object with the seats' results, a bad
-        column."""
+        schedule order), all read from one snapshot of the store. The order is an
+        index's, never a sort (no temporary space), except in a version-1 store read as
+        it is, whose chain order is sorted by (position, row id) alone. Raises
+        :class:`StoreError` naming the game for a row the arena did not write: a record
+        that is not a JSON object with the seats' results, a bad column."""
         try:
-            links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
-                     else "NULL, NULL, NULL")
-            order = "g.chain_seq IS NULL, g.chain_seq, g.seq" if chain_order else "g.seq"
-            cursor = self.db.execute(
-                "SELECT g.id, g.seq, g.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
-                f" g.started_at, g.ended_at, g.record, {links} FROM games g"
-                f" WHERE g.status = 'done' ORDER BY {order}")
-            for row in cursor:
-                latencies = self.db.execute(
-                    "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?",
-                    (row[0],)).fetchall()
-                yield self._stored_game(row, latencies)
+            if not chain_order:
+                yield from self._select("WHERE g.status = 'done' ORDER BY g.seq")
+                return
+            with self.snapshot():
+                if not self._has_chain_columns():
+                    yield from self._select("WHERE g.status = 'done' ORDER BY g.seq")
+                elif self._legacy:
+                    rowids = [r[0] for r in self.db.execute(
+                        "SELECT rowid FROM games WHERE status = 'done' AND chain_seq IS NOT"
+                        " NULL ORDER BY chain_seq, rowid")]
+                    for rowid in rowids:
+                        yield from self._select("WHERE g.rowid = ?", (rowid,))
+                    yield from self._select("WHERE g.status = 'done' AND g.chain_seq IS NULL"
+                                            " ORDER BY g.seq")
+                else:
+                    yield from self._select(
+                        "INDEXED BY games_chain WHERE g.chain_seq IS NOT NULL AND"
+                        " g.status = 'done' ORDER BY g.chain_seq")
+                    yield from self._select(
+                        "INDEXED BY games_unchained WHERE g.status = 'done' AND"
+                        " g.chain_seq IS NULL ORDER BY g.seq")
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
-            raise StoreError(f"{self.path}: damaged or not a trick-arena store ({e})") from None
+            raise store_error(e, self.path, "read") from None
+
+    def _select(self, where: str, params: Sequence[Any] = ()) -> Iterator[StoredGame]:
+        links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
+                 else "NULL, NULL, NULL")
+        cursor = self.db.execute(_SELECT_GAME.format(links=links, where=where), params)
+        for row in cursor:
+            latencies = self.db.execute(
+                "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?",
+                (row[0],)).fetchall()
+            yield self._stored_game(row, latencies)
+
+    @_guarded("read")
+    def has_links(self) -> bool:
+        """Whether any finished game carries a chain link."""
+        return self._has_chain_columns() and self.db.execute(
+            "SELECT 1 FROM games WHERE status = 'done' AND chain IS NOT NULL LIMIT 1"
+        ).fetchone() is not None
+
+    @_guarded("read")
+    def game_with_link(self, digest: str) -> str | None:
+        """The id of the first finished game, in chain order, whose link is ``digest``
+        (None if none): for ``arena verify`` to tell a reordered game from a removed one.
+        A scan of the games' small columns, made only when the chain is broken."""
+        if not self._has_chain_columns():
+            return None
+        row = self.db.execute(
+            "SELECT id FROM games WHERE status = 'done' AND chain = ?"
+            " ORDER BY chain_seq IS NULL, chain_seq, seq LIMIT 1", (digest,)).fetchone()
+        return None if row is None else str(row[0])
 
     def _stored_game(self, row: Sequence[Any], latencies: Sequence[Sequence[Any]],
                      ) -> StoredGame:
@@ -518,34 +741,119 @@ class Store:
                           row[10], row[11], row[12])
 
     def _has_chain_columns(self) -> bool:
-        """False for a store from before the chain opened read-only (not upgraded)."""
-        return "chain" in {r[1] for r in self.db.execute("PRAGMA table_info(games)")}
+        """False for a version-1 store from before the chain, opened read-only."""
+        if self._chain_columns is None:
+            self._chain_columns = "chain" in {
+                r[1] for r in self.db.execute("PRAGMA table_info(games)")}
+        return self._chain_columns
 
-    def _chain_start(self) -> str:
-        meta = self.meta()
-        return meta.get("chain_head") or chain.genesis(meta.get("seed_commitment", ""))
+    def _chain_end(self) -> tuple[int, str]:
+        """The position the next link takes and the link it follows: after the last entry
+        of ``games_chain`` and the head in ``meta`` (the genesis before the first game).
+        Inside the caller's write transaction, so it is the stored head, never a stale
+        one."""
+        row = self.db.execute(
+            "SELECT chain_seq FROM games INDEXED BY games_chain WHERE chain_seq IS NOT NULL"
+            " ORDER BY chain_seq DESC LIMIT 1").fetchone()
+        if row is not None and not _is_int(row[0]):
+            raise StoreError(f"{self.path}: games: chain_seq {show(row[0])} is not what the "
+                             f"arena writes")
+        meta = dict(self.db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('chain_head', 'seed_commitment')"))
+        prev = meta.get("chain_head") or chain.genesis(meta.get("seed_commitment", ""))
+        return (0 if row is None else row[0] + 1), prev
 
-    def _append_to_chain(self, game_id: str, record: Mapping[str, Any]) -> None:
-        """Link ``record`` after the head (inside the caller's transaction)."""
-        prev = self._chain_start()
-        seq = int(self.db.execute(
-            "SELECT COUNT(*) FROM games WHERE chain_seq IS NOT NULL").fetchone()[0])
-        head = chain.link(prev, record)
-        self.db.execute("UPDATE games SET chain_seq = ?, chain_prev = ?, chain = ? WHERE id = ?",
-                        (seq, prev, head, game_id))
+    def _set_head(self, head: str, seq: int) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                             [("chain_head", head), ("chain_games", str(seq + 1))])
 
-    def _chain_unchained(self) -> None:
+    def _link_unchained(self) -> None:
         """Link the finished games that have no link (a store written before the chain
-        existed), in schedule order; inside the caller's transaction."""
+        existed), in schedule order; inside the caller's transaction. ``games_unchained``
+        holds exactly them, so this costs an index probe once they are linked."""
         for game_id, text in self.db.execute(
-                "SELECT id, record FROM games WHERE status = 'done' AND chain IS NULL"
-                " ORDER BY seq").fetchall():
-            self._append_to_chain(game_id, json.loads(text))
+                "SELECT id, record FROM games INDEXED BY games_unchained WHERE status = 'done'"
+                " AND chain_seq IS NULL ORDER BY seq").fetchall():
+            record = _json(text, f"{self.path}: game {show(game_id)}", "record")
+            seq, prev = self._chain_end()
+            head = chain.link(prev, record)
+            self.db.execute("UPDATE games SET chain_seq = ?, chain_prev = ?, chain = ?"
+                            " WHERE id = ?", (seq, prev, head, game_id))
+            self._set_head(head, seq)
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)
+
+
+def _check_file(path: Path) -> bool:
+    """Whether ``path`` is there to open; :class:`StoreError` for what is no store (a
+    folder, an empty file: never taken for a new store)."""
+    try:
+        if not path.exists():
+            return False
+        if not path.is_file():
+            raise StoreError(f"{path}: not a trick-arena store (not a file)")
+        if path.stat().st_size == 0:
+            raise StoreError(f"{path}: not a trick-arena store (an empty file); move it "
+                             f"away, or run the tournament again with --fresh")
+    except OSError as e:
+        raise StoreIOError(f"{path}: cannot open: {e.strerror or e}") from None
+    return True
+
+
+def _has_meta(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                      " AND name = 'meta'").fetchone() is not None
+
+
+def _has_indexes(db: sqlite3.Connection) -> bool:
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    wanted = {"meta", "bots", "games", "results", "faults", "latencies",
+              *(statement.split()[5] for statement in _INDEXES)}
+    return wanted <= names
+
+
+def _connect_readonly(path: Path, timeout: float = 30,
+                      ) -> tuple[sqlite3.Connection, RunLock | None]:
+    """A read-only connection to the store at ``path``, and the shared hold on the run
+    lock that keeps a run from writing while it reads (None when not needed).
+
+    ``mode=ro`` needs the WAL's shared-memory file (``-shm``), which SQLite cannot make in
+    a read-only folder. There the file is opened ``immutable`` instead, which is exact
+    only if there is no write-ahead log to replay (a store closed cleanly has none) and no
+    run writes meanwhile (the shared hold); otherwise :class:`StoreIOError`."""
+    uri = path.absolute().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db, None
+    except sqlite3.DatabaseError as e:
+        db.close()
+        if getattr(e, "sqlite_errorcode", 0) & 0xFF not in (8, 14):  # READONLY, CANTOPEN
+            raise store_error(e, path, "read") from None
+        cause = e
+    wal = path.with_name(path.name + "-wal")
+    try:
+        replay = wal.exists() and wal.stat().st_size > 0
+    except OSError as e:
+        raise StoreIOError(f"{wal}: cannot read: {e.strerror or e}") from None
+    if replay:
+        raise StoreIOError(f"{path}: cannot read: SQLite cannot make {path.name}-shm here "
+                           f"({cause}), which reading the changes in {wal.name} needs (a "
+                           f"read-only folder?); read a copy of the folder")
+    try:
+        shared = RunLock.share(path.parent)
+    except LockError as e:
+        raise StoreIOError(f"{path}: cannot read: {e}") from None
+    try:
+        db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as e:
+        db.close()
+        if shared is not None:
+            shared.release()
+        raise store_error(e, path, "read") from None
+    return db, shared
 
 
 def _json(text: Any, where: str, what: str) -> Any:
@@ -641,23 +949,47 @@ def _is_busy(error: Exception) -> bool:
         "locked" in str(error) or "busy" in str(error))
 
 
-def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """Add the columns of :data:`_ADDED_COLUMNS` that an older store lacks.
+def _migrate_v1(db: sqlite3.Connection) -> None:
+    """Turn a version-1 store into version 2, in place and in one transaction.
 
-    Checked again inside a write transaction, so that two processes opening the same old
-    store at once do not both add a column."""
-    def missing() -> list[tuple[str, str, str]]:
-        have: dict[str, set[str]] = {}
-        for table, _, _ in _ADDED_COLUMNS:
-            if table not in have:
+    The games table is made again with the record as its last column (a version-1 store
+    had it before the chain's columns, which ``ALTER TABLE`` added at the end, so every
+    read of a chain column walked the record's overflow pages), its rows copied (games
+    from before the chain get NULL links: the first game a run writes links them); then
+    the indexes, the columns :data:`_ADDED_COLUMNS` an older store lacks, and the version.
+    The version is read again inside the write transaction: of two processes opening an
+    old store at once, the second finds it migrated and changes nothing. Foreign keys are
+    off meanwhile (dropping the old games table would otherwise delete every game's
+    results, faults and latencies). A kill -9 midway leaves the version-1 store as it was.
+    The copy needs free disk for a second copy of the games (the old pages are reused by
+    later writes; the file does not shrink)."""
+    db.execute("PRAGMA foreign_keys=OFF")
+    try:
+        with _Transaction(db):
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None or row[0] != "1":
+                return  # migrated by another process meanwhile
+            for statement in _TABLES:
+                db.execute(statement)  # a table the first release did not have
+            have: dict[str, set[str]] = {}
+            for table in ("games", *(t for t, _, _ in _ADDED_COLUMNS)):
                 have[table] = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        return [c for c in _ADDED_COLUMNS if c[1] not in have[c[0]]]
-
-    if not missing():
-        return
-    with _Transaction(db):
-        for table, column, declaration in missing():
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            for table, column, declaration in _ADDED_COLUMNS:
+                if column not in have[table]:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            columns = ", ".join(_GAME_COLUMNS)
+            select = ", ".join(c if c in have["games"] else "NULL" for c in _GAME_COLUMNS)
+            db.execute("DROP TABLE IF EXISTS games_v2")
+            db.execute(_GAMES.format(name="games_v2"))
+            db.execute(f"INSERT INTO games_v2 ({columns}) SELECT {select} FROM games")
+            db.execute("DROP TABLE games")
+            db.execute("ALTER TABLE games_v2 RENAME TO games")
+            for statement in _INDEXES:
+                db.execute(statement)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                       (SCHEMA_VERSION,))
+    finally:
+        db.execute("PRAGMA foreign_keys=ON")
 
 
 class _Transaction:
@@ -668,4 +1000,18 @@ class _Transaction:
         self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *_: object) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except BaseException:
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error that ended the transaction is the one to report
