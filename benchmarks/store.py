@@ -20,8 +20,9 @@
 - **Readers**: ``arena verify DIR``, ``arena export DIR`` and ``arena verify FILE`` (the
   export) on the grown store at :data:`READER_SIZES` games (environment
   ``ARENA_BENCH_STORE_READERS``, e.g. ``10000,50000``; ``0`` to skip): their peak
-  resident memory (``ru_maxrss`` of the process) and wall time. Verify re-plays every
-  record by the rules, about 6 ms a Wizard game: 10,000 games take a minute.
+  resident memory (``ru_maxrss`` of the process, through a fresh fork: see
+  :data:`_SHIM`) and wall time. Verify re-plays every record by the rules, about 10 ms
+  of CPU a Wizard game: at 10,000 games the three take some 5 minutes on an idle core.
 
 The store needs about 2 GB of disk at 100,000 games, in a temporary folder removed after.
 ``--repeat`` and ``--seconds`` do not apply (each size is measured once, as the store
