@@ -219,6 +219,54 @@ class PageBits:
         return bits
 
 
+class DentryBits:
+    """Bits in the kernel's cache of directory entries: bit ``i`` of ``key`` is a name
+    that does not exist in ``folder``; it is set by looking the name up (the kernel keeps
+    a "negative" entry), and read back by the time a lookup takes (measured here, in C:
+    about 5 us for a name never looked up, 2 us for one in the cache). The threshold is
+    calibrated on names just made up (misses) and names looked up twice (hits)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.errors: dict[str, str] = {}
+        self.threshold_ns = self._calibrate()
+
+    def _name(self, key: str, copy: int, index: int) -> str:
+        tag = _digest("dentry", key).hex()[:16]
+        return os.path.join(self.folder, f".{tag}-{copy}-{index}")
+
+    def _lookup_ns(self, path: str) -> int:
+        start = time.perf_counter_ns()
+        try:
+            os.stat(path)
+        except OSError:
+            pass
+        return time.perf_counter_ns() - start
+
+    def _calibrate(self) -> int:
+        nonce = os.urandom(8).hex()
+        names = [os.path.join(self.folder, f".calibrate-{nonce}-{i}") for i in range(200)]
+        misses = sorted(self._lookup_ns(n) for n in names)
+        hits = sorted(self._lookup_ns(n) for n in names)
+        return (misses[len(misses) // 2] + hits[len(hits) // 2]) // 2
+
+    def write(self, key: str, bits: Sequence[int]) -> None:
+        for copy in range(COPIES):
+            for i, bit in enumerate(bits):
+                if bit:
+                    self._lookup_ns(self._name(key, copy, i))
+
+    def read(self, channel: str, key: str, nbits: int) -> list[int] | None:
+        bits: list[int] | None = None
+        for copy in range(COPIES):
+            used = self._lookup_ns(self._name(key, copy, nbits)) < self.threshold_ns
+            bits = [1 if self._lookup_ns(self._name(key, copy, i)) < self.threshold_ns else 0
+                    for i in range(nbits)]
+            if not used:
+                return bits
+        return bits
+
+
 def usr_file(override: str = "") -> str:
     """The file under /usr that carries the bits: ``override``, else the largest regular
     file of a few library folders (the same in every sandbox with the same /usr)."""

@@ -9,6 +9,9 @@ process of the bot (another rotation of the same duplicate deal) looks its own h
 at its first decision of the round: the pages that are cached are the 1 bits. How it
 reads them: ``--channel mincore | cachestat | nowait`` (``preadv2(RWF_NOWAIT)``) |
 ``timing`` (a cached page reads in microseconds, one from disk in tens of them).
+``--channel dentry`` uses another cache the same way: the kernel's cache of directory
+entries, one bit per name that does not exist in the file's folder (looked up: cached;
+timed by a later lookup; see ``_kernel.DentryBits``).
 
 ``--control``: the same bot with its channel off: it writes nothing (it still looks its
 hand up, and must then find nothing).
@@ -42,10 +45,11 @@ class PageCache(_hostile.Legal):
         self.channel = channel
         self.control = control
         self.lock = threading.Lock()
-        self.bits: _kernel.PageBits | None = None
+        self.bits: _kernel.PageBits | _kernel.DentryBits | None = None
         self.setup_error = ""
         try:
-            self.bits = _kernel.PageBits(path)
+            self.bits = (_kernel.DentryBits(os.path.dirname(path)) if channel == "dentry"
+                         else _kernel.PageBits(path))
         except OSError as e:
             self.setup_error = f"{path}: {_kernel.errname(e.errno or 0)} {e.strerror}"
         self.path = path
@@ -132,7 +136,7 @@ class PageCache(_hostile.Legal):
 
 if __name__ == "__main__":
     p = _hostile.parser(__doc__ or "")
-    p.add_argument("--channel", choices=("mincore", "cachestat", "nowait", "timing"),
+    p.add_argument("--channel", choices=("mincore", "cachestat", "nowait", "timing", "dentry"),
                    default="mincore")
     p.add_argument("--file", choices=("own", "usr"), default="own")
     p.add_argument("--data", default="",
