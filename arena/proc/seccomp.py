@@ -55,7 +55,7 @@ modules, ``swapon``, ``acct``, ``syslog``,       denied before the kernel looks 
 ``quotactl``, ``settimeofday``, NUMA policy,
 ``iopl``, ``ioperm``, ...)
 ``socket`` but for AF_UNIX, AF_INET, AF_INET6    the sandbox has no network; netlink is a
-and AF_NETLINK/NETLINK_ROUTE (EAFNOSUPPORT)      large surface (route only: ``getifaddrs``)
+and AF_NETLINK/NETLINK_ROUTE (ENOSYS)            large surface (route only: ``getifaddrs``)
 ===============================================  ============================================
 
 Where it differs from Docker's default profile:

@@ -7,7 +7,10 @@ then ``process_vm_readv`` of the same bytes; then ``/proc/1/mem``.
 
 ``--control``: it attempts nothing.
 
-Report: ``{"attack": "ptrace", "attached", "peeked", "vm_read", "mem_read", "errors"}``.
+Report: ``{"attack": "ptrace", "attached", "peeked", "vm_read", "mem_read", "pid1_is_self",
+"errors"}``. A filter refuses ptrace and process_vm_readv, but not a read of
+``/proc/1/mem`` (an open and a read, allowed to the same uid): only a sandbox whose pid 1
+is the bot itself (``bwrap --as-pid-1``, ``pid1_is_self``) has nothing there to read.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def first_readable(pid: int) -> int:
 def attack() -> dict[str, object]:
     errors: dict[str, str] = {}
     out: dict[str, object] = {"attached": False, "peeked": False, "vm_read": False,
-                              "mem_read": False}
+                              "mem_read": False, "pid1_is_self": os.getpid() == 1}
     address = first_readable(1)
     ctypes.set_errno(0)
     if libc.ptrace(PTRACE_ATTACH, 1, None, None) == 0:
