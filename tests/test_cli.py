@@ -127,3 +127,28 @@ def test_an_unreachable_bot_stops_the_game_before_it_starts(
     assert err.startswith(f"arena play: bot seat0 ({spec}): not serving after the start-up")
     assert err.count("\n") == 1
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("command", ["play", "leaderboard"])
+def test_output_an_ascii_terminal_cannot_hold_is_escaped_not_an_error(
+        command: str, tmp_path: Path) -> None:
+    """A suit symbol or a name on an ASCII stdout (an old locale, a pipe with
+    PYTHONIOENCODING=ascii) is written as an escape, never an internal error."""
+    env = {"PYTHONIOENCODING": "ascii", "PATH": "/usr/bin:/bin"}
+    if command == "play":
+        argv = ["play", "--game", "wizard", "--seed", "3", "--bots",
+                "heuristic,random,heuristic,random"]
+    else:
+        record = tmp_path / "t.toml"
+        record.write_text('name = "ascii ♠"\ngame = "trumps"\nseats = 2\nseed = 1\n'
+                          '[options]\ndraw = false\n[schedule]\ndeals = 1\n'
+                          '[[bots]]\nname = "a"\nspec = "random"\n'
+                          '[[bots]]\nname = "b"\nspec = "heuristic"\n')
+        assert main(["tournament", str(record), "--out", str(tmp_path / "out"),
+                     "--resamples", "10"]) == 0
+        argv = ["leaderboard", str(tmp_path / "out")]
+    done = subprocess.run([sys.executable, "-m", "arena", *argv], capture_output=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert b"internal error" not in done.stderr
+    assert b"\\u" in done.stdout or b"\\x" in done.stdout  # the symbols, escaped

@@ -137,7 +137,21 @@ COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament
             "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match}
 
 
+def _escape_what_cannot_be_encoded() -> None:
+    """Output that the terminal's encoding cannot hold (an ASCII locale, a pipe with
+    ``PYTHONIOENCODING=ascii``) is written with backslash escapes (``\u2660``) instead of
+    failing: a name or a suit symbol must never stop a command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or unusual stream: left as it is
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _escape_what_cannot_be_encoded()
     try:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
