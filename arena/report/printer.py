@@ -150,5 +150,5 @@ class GamePrinter:
             detail = clean(str(fault["detail"]))
             out.print(Text(f"  {self._who(fault['seat'])} {where}: {fault['kind']}: "
                            f"{detail} → the referee: {fault['action']}{forfeit}",
-                           style="yellow"))
+                           style="yellow"), soft_wrap=True)  # one line, however long
 
