@@ -122,6 +122,24 @@ def test_answers_name_cards_bids_and_suits() -> None:
                    and c & 15 <= 14)
     with pytest.raises(AnswerError, match="does not hold"):
         parse_answer(view, format_card(missing))
+    # a card the game's deck does not have is refused saying what the letters mean
+    with pytest.raises(AnswerError, match=r"^Trumps has no 1♠: its suits run 2\.\.14, with "
+                                          r"J, Q, K, A for 11\.\.14 \(A highest\)$"):
+        parse_answer(view, "S1")
+    with pytest.raises(AnswerError, match=r"^Trumps has no Wizard: its deck is the standard"):
+        parse_answer(view, "W")
+    wizard = new_game("wizard", {"players": 3}, 1)
+    while wizard.decision is not Decision.PLAY:
+        wizard.apply(wizard.legal_actions()[0])
+    view = wizard.view(wizard.to_move)  # type: ignore[arg-type]
+    for answer in ("SA", "sa", "S14"):
+        with pytest.raises(AnswerError, match=r"^Wizard has no A♠: its suits run 1\.\.13, "
+                                              r"with J, Q, K for 11, 12, 13 \(K highest\), "
+                                              r"and no ace$"):
+            parse_answer(view, answer)
+    king = next((c for c in view.hand if c & 15 == 13), None)
+    if king is not None and king in view.legal:
+        assert parse_answer(view, format_card(king)[0] + "K") == king
     # Wizard: the specials by name, and the dealer's trump suit by letter or name
     wizard = next(g for s in range(200)
                   if (g := new_game("wizard", {"players": 3}, s)).decision is Decision.TRUMP)

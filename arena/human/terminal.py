@@ -2,7 +2,8 @@
 
 The person sees what a bot sees, the seat's :class:`~arena.rules.View`, and answers in
 words: a card by its short name as in records (``H7``, ``S12``, ``W``, ``J``; faces may
-also be written ``HQ``, ``SK``, ``CA``, ``DJ``) or by its number in the hand, a bid by
+also be written ``HQ``, ``SK``, ``DJ``, and in Trumps ``CA``) or by its number in the hand
+(Enter alone when one card is legal), a bid by
 its number, a trump suit by its letter or name. An illegal answer is refused with the
 reason the rules give (:func:`arena.rules.reasons.illegal_reason`) and asked again. The
 browser seat (:mod:`arena.human.web`) takes the same answers. There is no time limit
@@ -26,6 +27,7 @@ from arena.model.results import GameResult, RoundResult
 from arena.play.referee import Abandon
 from arena.rules import Decision, View
 from arena.rules.cards import (
+    SPECIAL,
     SUIT_LETTERS,
     SUIT_NAMES,
     SUIT_SYMBOLS,
@@ -34,6 +36,8 @@ from arena.rules.cards import (
     card_symbol,
     format_card,
     parse_card,
+    standard_deck,
+    wizard_deck,
 )
 from arena.rules.reasons import illegal_reason
 
@@ -89,10 +93,22 @@ def _card_answer(view: View, text: str) -> Card:
     if len(upper) == 2 and upper[0] in SUIT_LETTERS and upper[1] in _FACES:
         upper = f"{upper[0]}{_FACES[upper[1]]}"
     try:
-        return parse_card(upper)
+        card = parse_card(upper)
     except CardError:
         raise AnswerError(f"{clean(text)[:20]!r} is not a card: type its name (e.g. H7, "
                           f"S12, W, J) or its number in the hand") from None
+    if card not in _DECKS[view.game]:
+        why = ("its deck is the standard 52 cards" if card >> 4 == SPECIAL
+               else _RANKS[view.game])
+        raise AnswerError(f"{view.game.capitalize()} has no {card_symbol(card)}: {why}")
+    return card
+
+
+_DECKS = {"wizard": frozenset(wizard_deck()), "trumps": frozenset(standard_deck())}
+_RANKS = {"wizard": "its suits run 1..13, with J, Q, K for 11, 12, 13 (K highest), and "
+                    "no ace",
+          "trumps": "its suits run 2..14, with J, Q, K, A for 11..14 (A highest)"}
+"""What the face letters mean in each game, for a card its deck does not have."""
 
 
 def card_label(card: Card) -> str:
