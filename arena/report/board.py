@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
-from arena.stats.ratings import GameScores, incremental_elo, mean_and_se, rate
+from arena.stats.ratings import GameScores, IncrementalElo, incremental_elo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -146,6 +146,32 @@ class _Pair:
     wins: int = 0
     losses: int = 0
     draws: int = 0
+
+
+class QuickStandings:
+    """The standings of a tournament in progress, cheap enough to show every few games:
+    the classic incremental Elo over the games so far (:class:`IncrementalElo`, in the
+    order they finished; no bootstrap, no intervals: the leaderboard at the end has
+    those)."""
+
+    def __init__(self) -> None:
+        self._elo = IncrementalElo()
+
+    def add(self, bots: Sequence[str], totals: Sequence[float]) -> None:
+        """One finished game: the bots by seat and their totals."""
+        self._elo.add(GameScores("", tuple(bots), tuple(float(t) for t in totals)))
+
+    def add_stored(self, games: Iterable[StoredGame]) -> None:
+        """The games stored before this run (a resumed tournament)."""
+        for stored in games:
+            self.add(stored.bots, stored.record["totals"])
+
+    def top(self, count: int) -> list[tuple[str, float, int]]:
+        """The first ``count`` bots: (name, incremental Elo, games), best first (ties by
+        name)."""
+        ratings = self._elo.ratings
+        order = sorted(ratings, key=lambda name: (-ratings[name], name))
+        return [(name, ratings[name], self._elo.games[name]) for name in order[:count]]
 
 
 def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
