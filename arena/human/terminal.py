@@ -40,6 +40,8 @@ from arena.rules.cards import (
     wizard_deck,
 )
 from arena.rules.reasons import illegal_reason
+from arena.rules.trumps import trumps_trick_winner
+from arena.rules.wizard import wizard_trick_winner
 
 HUMAN = "human"
 """The ``--bots`` spec of a seat played by a person."""
@@ -109,6 +111,27 @@ _RANKS = {"wizard": "its suits run 1..13, with J, Q, K for 11, 12, 13 (K highest
                     "no ace",
           "trumps": "its suits run 2..14, with J, Q, K, A for 11..14 (A highest)"}
 """What the face letters mean in each game, for a card its deck does not have."""
+
+
+def leading_index(game: str, cards: Sequence[Card], trump: int | None) -> int | None:
+    """The index in ``cards`` (a trick so far, in play order) of the card now winning it,
+    by the game's rule; None for no card."""
+    if not cards:
+        return None
+    if game == "wizard":
+        return wizard_trick_winner(tuple(cards), trump)
+    assert trump is not None  # Trumps always has a trump
+    return trumps_trick_winner(tuple(cards), trump)
+
+
+def winning_now(view: View) -> tuple[int, int, Card] | None:
+    """The card now winning the trick in progress: (its index in the trick, the seat that
+    played it, the card), or None for an empty trick."""
+    cards = view.trick.cards
+    index = leading_index(view.game, cards, view.trump)
+    if index is None:
+        return None
+    return index, (view.trick.leader + index) % view.players, cards[index]
 
 
 def card_label(card: Card) -> str:
