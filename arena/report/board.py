@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
+from arena.model.spec import BUILTIN_BOTS
 from arena.stats.ratings import GameScores, IncrementalElo, incremental_elo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
@@ -55,6 +56,27 @@ ISOLATION_MODES = {
 
 DEFAULT_ISOLATION = "shared"
 """The isolation of a store that does not say (one written before the setting existed)."""
+
+
+BOT_KINDS = {"builtin": "a built-in bot: the arena's own code, played inside the arena's "
+                        "process (no process of its own, nothing to confine)",
+             "process": "a bot process the arena started (cmd:), in its sandbox unless the "
+                        "tournament file trusts it",
+             "remote": "a bot served from elsewhere (grpc://, grpcs://, unix:), out of the "
+                       "arena's reach"}
+"""The kinds of bot (a leaderboard entry's ``kind``), for people."""
+
+
+def bot_kind(spec: str | None) -> str | None:
+    """The kind of bot a registered spec is (a key of :data:`BOT_KINDS`); None when the
+    store does not say."""
+    if not spec:
+        return None
+    if spec.startswith("cmd:"):
+        return "process"
+    if spec.startswith(("grpc://", "grpcs://", "unix:")):
+        return "remote"
+    return "builtin" if spec in BUILTIN_BOTS else None
 
 
 UNSANDBOXED = "(no sandbox)"
@@ -205,6 +227,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         for name, score in zip(gs.bots, gs.scores, strict=True):
             by_bot.setdefault(name, []).append(score)
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
+    kinds = {str(b.get("name")): bot_kind(b.get("spec")) for b in bots}
     unsandboxed = {str(b.get("name")) for b in bots
                    if b.get("sandboxed") is not None and not b.get("sandboxed")}
     insecure = {str(b.get("name")) for b in bots if b.get("insecure")}
@@ -220,6 +243,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
             "rank": rank,
             "name": name,
             "version": versions.get(name),
+            "kind": kinds.get(name),
             "sandboxed": name not in unsandboxed,
             "insecure": name in insecure,
             "elo": _r(rating.elo, 1),
