@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
-from arena.stats.ratings import GameScores, incremental_elo, mean_and_se, rate
+from arena.model.spec import BUILTIN_BOTS
+from arena.stats.ratings import GameScores, IncrementalElo, incremental_elo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -55,6 +56,27 @@ ISOLATION_MODES = {
 
 DEFAULT_ISOLATION = "shared"
 """The isolation of a store that does not say (one written before the setting existed)."""
+
+
+BOT_KINDS = {"builtin": "a built-in bot: the arena's own code, played inside the arena's "
+                        "process (no process of its own, nothing to confine)",
+             "process": "a bot process the arena started (cmd:), in its sandbox unless the "
+                        "tournament file trusts it",
+             "remote": "a bot served from elsewhere (grpc://, grpcs://, unix:), out of the "
+                       "arena's reach"}
+"""The kinds of bot (a leaderboard entry's ``kind``), for people."""
+
+
+def bot_kind(spec: str | None) -> str | None:
+    """The kind of bot a registered spec is (a key of :data:`BOT_KINDS`); None when the
+    store does not say."""
+    if not spec:
+        return None
+    if spec.startswith("cmd:"):
+        return "process"
+    if spec.startswith(("grpc://", "grpcs://", "unix:")):
+        return "remote"
+    return "builtin" if spec in BUILTIN_BOTS else None
 
 
 UNSANDBOXED = "(no sandbox)"
@@ -148,6 +170,32 @@ class _Pair:
     draws: int = 0
 
 
+class QuickStandings:
+    """The standings of a tournament in progress, cheap enough to show every few games:
+    the classic incremental Elo over the games so far (:class:`IncrementalElo`, in the
+    order they finished; no bootstrap, no intervals: the leaderboard at the end has
+    those)."""
+
+    def __init__(self) -> None:
+        self._elo = IncrementalElo()
+
+    def add(self, bots: Sequence[str], totals: Sequence[float]) -> None:
+        """One finished game: the bots by seat and their totals."""
+        self._elo.add(GameScores("", tuple(bots), tuple(float(t) for t in totals)))
+
+    def add_stored(self, games: Iterable[StoredGame]) -> None:
+        """The games stored before this run (a resumed tournament)."""
+        for stored in games:
+            self.add(stored.bots, stored.record["totals"])
+
+    def top(self, count: int) -> list[tuple[str, float, int]]:
+        """The first ``count`` bots: (name, incremental Elo, games), best first (ties by
+        name)."""
+        ratings = self._elo.ratings
+        order = sorted(ratings, key=lambda name: (-ratings[name], name))
+        return [(name, ratings[name], self._elo.games[name]) for name in order[:count]]
+
+
 def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                       bots: Sequence[Mapping[str, Any]], resamples: int = 1000,
                       rating_seed: int = 0) -> dict[str, Any]:
@@ -179,6 +227,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         for name, score in zip(gs.bots, gs.scores, strict=True):
             by_bot.setdefault(name, []).append(score)
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
+    kinds = {str(b.get("name")): bot_kind(b.get("spec")) for b in bots}
     unsandboxed = {str(b.get("name")) for b in bots
                    if b.get("sandboxed") is not None and not b.get("sandboxed")}
     insecure = {str(b.get("name")) for b in bots if b.get("insecure")}
@@ -194,6 +243,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
             "rank": rank,
             "name": name,
             "version": versions.get(name),
+            "kind": kinds.get(name),
             "sandboxed": name not in unsandboxed,
             "insecure": name in insecure,
             "elo": _r(rating.elo, 1),

@@ -34,7 +34,7 @@ FILES = ("leaderboard.md", "leaderboard.csv", "leaderboard.json")
 
 
 CSV_COLUMNS = (
-    "rank", "name", "version", "sandboxed", "insecure", "elo", "elo_low", "elo_high",
+    "rank", "name", "version", "kind", "sandboxed", "insecure", "elo", "elo_low", "elo_high",
     "p_above_next",
     "elo_incremental", "games", "mean_score", "mean_score_se", "mean_place", "wins",
     "shared_wins", *(f"faults_{k}" for k in FAULT_KINDS), "forfeits", "latency_p50_ms",

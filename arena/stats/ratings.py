@@ -34,6 +34,7 @@ import numpy.typing as npt
 __all__ = [
     "ELO_PER_NAT",
     "GameScores",
+    "IncrementalElo",
     "Rating",
     "fit_elo",
     "incremental_elo",
@@ -349,6 +350,39 @@ def rate(
     return ratings
 
 
+class IncrementalElo:
+    """The classic incremental Elo, fed one game at a time (:meth:`add`): what
+    :func:`incremental_elo` computes, kept up to date in O(seats²) per game, for the
+    standings of a tournament in progress."""
+
+    def __init__(self, start: float = 1500.0, k_base: float = 32.0) -> None:
+        self.start = start
+        self.k_base = k_base
+        self.ratings: dict[str, float] = {}
+        """Each bot's rating now, in order of first appearance."""
+        self.games: dict[str, int] = {}
+        """Each bot's games so far."""
+
+    def add(self, game: GameScores) -> list[float]:
+        """Fold in one game; the seats' ratings after it."""
+        seats = len(game.bots)
+        k = self.k_base / (seats - 1)
+        before = [self.ratings.setdefault(bot, self.start) for bot in game.bots]
+        change = [0.0] * seats
+        for a in range(seats):
+            for b in range(a + 1, seats):
+                expected = 1.0 / (1.0 + 10.0 ** ((before[b] - before[a]) / 400.0))
+                sa, sb = game.scores[a], game.scores[b]
+                result = 1.0 if sa > sb else 0.0 if sa < sb else 0.5
+                change[a] += k * (result - expected)
+                change[b] -= k * (result - expected)
+        after = [rating + delta for rating, delta in zip(before, change, strict=True)]
+        for bot, rating in zip(game.bots, after, strict=True):
+            self.ratings[bot] = rating
+            self.games[bot] = self.games.get(bot, 0) + 1
+        return after
+
+
 def incremental_elo(
     games: Iterable[GameScores], start: float = 1500.0, k_base: float = 32.0
 ) -> tuple[dict[str, float], dict[str, list[float]]]:
@@ -360,24 +394,12 @@ def incremental_elo(
     the final ratings (in order of first appearance) and each bot's history: its rating after
     each game it played.
     """
-    ratings: dict[str, float] = {}
+    elo = IncrementalElo(start, k_base)
     history: dict[str, list[float]] = {}
     for game in games:
-        seats = len(game.bots)
-        k = k_base / (seats - 1)
-        before = [ratings.setdefault(bot, start) for bot in game.bots]
-        change = [0.0] * seats
-        for a in range(seats):
-            for b in range(a + 1, seats):
-                expected = 1.0 / (1.0 + 10.0 ** ((before[b] - before[a]) / 400.0))
-                sa, sb = game.scores[a], game.scores[b]
-                result = 1.0 if sa > sb else 0.0 if sa < sb else 0.5
-                change[a] += k * (result - expected)
-                change[b] -= k * (result - expected)
-        for bot, rating, delta in zip(game.bots, before, change, strict=True):
-            ratings[bot] = rating + delta
-            history.setdefault(bot, []).append(rating + delta)
-    return ratings, history
+        for bot, rating in zip(game.bots, elo.add(game), strict=True):
+            history.setdefault(bot, []).append(rating)
+    return elo.ratings, history
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
