@@ -327,7 +327,8 @@ def _write_board(store: Store, folder: Path, resamples: int) -> None:
     from arena.report.text import write_leaderboard
 
     try:
-        store.set_meta({"resamples": str(resamples)})
+        if not store.readonly:
+            store.set_meta({"resamples": str(resamples)})
         board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
                                   resamples=resamples)
         write_leaderboard(folder, board)

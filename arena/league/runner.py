@@ -41,7 +41,7 @@ from typing import Any
 
 import trio
 
-from arena.league import inbox
+from arena.league import audit, inbox
 from arena.league.config import LeagueConfig
 from arena.league.live import LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
@@ -106,10 +106,8 @@ def season_seed(file_seed: int | None, season: int) -> int:
 
 def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
     """Rotation ``rotation`` of a set: table number = set number, deal number = season."""
-    seats = len(decision.bots)
-    bots = tuple(decision.bots[(s + rotation) % seats] for s in range(seats))
-    return ScheduledGame(decision.set_no * seats + rotation, decision.set_no, decision.season,
-                         rotation, decision.deal_seed, bots)
+    return audit.game_of(decision.set_no, decision.season, decision.bots,
+                         decision.deal_seed, rotation)
 
 
 def rebuild_ratings(store: Store, bots: dict[str, LeagueBot]) -> tuple[LiveRatings, int]:
