@@ -112,10 +112,10 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
     and the key)."""
     where = str(path)
     text, data = read_toml(path, "league")
-    _known(where, "", data, _TOP)
     if "schedule" in data:
         raise ConfigError(f"{where}: schedule: a league has no schedule: its tables are "
                           f"chosen as it runs ([matchmaking])")
+    _known(where, "", data, _TOP)
     name = _str(where, "name", data.get("name"))
     game = _str(where, "game", data.get("game"))
     if game not in GAMES:
