@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +211,11 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     pairs: dict[tuple[str, str], _Pair] = {}
     scores: list[GameScores] = []
     game_name = meta.get("game")
+    house = _json_object(meta.get("house"))
+    lineage = _json_object(meta.get("lineage"))
+    fixed = {str(k): float(v) for k, v in house.items() if isinstance(v, int | float)}
+    if meta.get("format") == LEAGUE:
+        games = whole_sets(games, _int(meta.get("seats")) or 0)
     for stored in games:
         record = stored.record
         if game_name is None:
@@ -220,7 +225,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                                  tuple(float(t) for t in record["totals"])))
 
     ratings = rate(scores, resamples=resamples, seed=rating_seed, level=LEVEL,
-                   prior_draws=PRIOR_DRAWS) if scores else []
+                   prior_draws=PRIOR_DRAWS, fixed=fixed or None) if scores else []
     classic, history = incremental_elo(scores) if scores else ({}, {})
     by_bot: dict[str, list[float]] = {}
     for gs in scores:
@@ -234,13 +239,22 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     wizard = game_name == "wizard"
 
     entries: list[dict[str, Any]] = []
-    for rank, rating in enumerate(ratings, start=1):
+    rank = 0
+    for rating in ratings:
         name = rating.name
         s = stats[name]
         mean, se = mean_and_se(by_bot[name])
         half_width = (rating.high - rating.low) / 2
+        rank += name not in house
+        league: dict[str, Any] = {}
+        if house or lineage:  # a league's board: house bots shown, not ranked; versions
+            found = lineage.get(name)
+            line: dict[str, Any] = found if isinstance(found, dict) else {}
+            league = {"house": name in house, "fixed_elo": fixed.get(name),
+                      "previous_version": line.get("previous"),
+                      "retired": line.get("status") == "retired"}
         entries.append({
-            "rank": rank,
+            "rank": None if name in house else rank,
             "name": name,
             "version": versions.get(name),
             "kind": kinds.get(name),
@@ -268,7 +282,10 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                 str(hand): _r(exact / rounds, 4)
                 for hand, (rounds, exact) in sorted(s.by_hand.items())
             } if wizard and s.by_hand else None,
-            "provisional": s.games < PROVISIONAL_GAMES or half_width > PROVISIONAL_HALF_WIDTH,
+            "provisional": (name not in house
+                            and (s.games < PROVISIONAL_GAMES
+                                 or half_width > PROVISIONAL_HALF_WIDTH)),
+            **league,
         })
 
     order = [e["name"] for e in entries]
@@ -295,6 +312,26 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "head_to_head": _head_to_head(order, pairs),
         "elo_history": {name: [_r(x, 1) for x in history.get(name, [])] for name in order},
     }
+
+
+LEAGUE = "league"
+"""The ``format`` of a league's store (:mod:`arena.league`)."""
+
+
+def whole_sets(games: Iterable[StoredGame], seats: int) -> Iterator[StoredGame]:
+    """The games of the duplicate sets all of whose ``seats`` rotations are finished: a
+    league's board leaves out a set still in flight (never half counted). A set's games
+    are consecutive in schedule order (set ``n``'s positions are ``n * seats`` to
+    ``n * seats + seats - 1``), so one set is held at a time."""
+    held: list[StoredGame] = []
+    for game in games:
+        if held and held[0].unit != game.unit:
+            if len(held) >= seats:
+                yield from held
+            held = []
+        held.append(game)
+    if len(held) >= seats:
+        yield from held
 
 
 def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _BotStats],
