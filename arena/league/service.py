@@ -264,9 +264,10 @@ class LeagueService:
         return path
 
     @asynccontextmanager
-    async def events(self, author: str | None) -> AsyncIterator[AsyncIterator[LeagueEvent]]:
-        """The events from now on for ``author`` (None: a spectator): every public event,
+    async def events(self, caller: Author | None) -> AsyncIterator[AsyncIterator[LeagueEvent]]:
+        """The events from now on for ``caller`` (None: a spectator): every public event,
         and the progress of their own submissions only."""
+        author = caller.name if caller is not None else None
         async with self.broadcast.subscribe() as receive:
             async def mine() -> AsyncIterator[LeagueEvent]:
                 async for event in receive:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 ACTIVE = "active"
@@ -221,3 +222,12 @@ class AuthorStatus:
     submissions_last_hour: int
     runtimes: tuple[str, ...]
     bots: tuple[FieldBot, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A server's TLS: its certificate (chain) and private key, PEM files (the settings of
+    a bot served with TLS: ``--tls-cert``, ``--tls-key``)."""
+
+    cert: Path
+    key: Path
