@@ -22,7 +22,7 @@ NODE_BOT := sample_bots/node/node_modules/.installed
 
 # The Node.js sample bot takes part where node and npm are installed.
 $(NODE_BOT): sample_bots/node/package-lock.json
-	if command -v npm >/dev/null; then npm ci --prefix sample_bots/node --no-audit --no-fund && touch $(NODE_BOT); \
+	if command -v npm >/dev/null; then npm ci --prefix sample_bots/node --no-audit --no-fund --loglevel=error && touch $(NODE_BOT); \
 	else echo "npm not found: the Node.js sample bot is left out"; fi
 
 # The C++ sample bot (needs cmake, g++, pkg-config, libgrpc++-dev, protobuf-compiler-grpc);

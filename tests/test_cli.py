@@ -46,6 +46,20 @@ def test_play_prints_every_round_and_the_standings(capsys: pytest.CaptureFixture
     assert any(s in out for s in "♣♦♥♠")
 
 
+@pytest.mark.parametrize(("options", "trump"), [
+    ((), "trump=clubs (turned 4♣)"),  # seed 3 turns the 4 of clubs
+    (("--option", "trump=H"), "trump=hearts (fixed)"),
+])
+def test_a_trumps_header_names_the_trump_in_force(
+        capsys: pytest.CaptureFixture[str], options: tuple[str, ...], trump: str) -> None:
+    code, out, _ = run(capsys, "play", "--game", "trumps", "--players", "3", "--seed", "3",
+                       *options)
+    assert code == 0
+    header = out.splitlines()[0]
+    assert header.startswith(f"Trumps  seed 3  (players=3, {trump}, draw=true, ")
+    assert "none" not in header
+
+
 def test_play_writes_a_record_that_verifies(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "game.json"

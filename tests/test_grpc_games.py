@@ -106,6 +106,27 @@ def play_direct(sandbox: Sandbox, game_name: str, options: dict[str, Any], seed:
     return report, connections
 
 
+def first_log(conn: BotConnection) -> Path:
+    """The log of a restarted connection's first process (its own is numbered 2)."""
+    log = conn.log_path
+    assert log is not None and log.name.endswith(".2.log")
+    first = log.with_name(log.name.removesuffix(".2.log") + ".log")
+    assert first.exists()
+    return first
+
+
+def log_quote(log: Path) -> str:
+    """How a crash report quotes the last lines of ``log``."""
+    lines = [line.strip() for line in log.read_text().splitlines() if line.strip()]
+    tail = " | ".join(lines[-3:])
+    return '"' + (tail if len(tail) <= 120 else "…" + tail[-119:]) + '"'
+
+
+def call_of(step: Any) -> str:
+    """The protocol's call of a recorded decision."""
+    return {"BID": "Bid", "PLAY": "Play", "TRUMP": "ChooseTrump"}[step.decision.name]
+
+
 def decision_calls(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for t in trace if t["call"] in ("bid", "play", "trump")]
 
@@ -345,9 +366,12 @@ def test_a_crashed_bot_is_restarted_for_its_next_decision(
     record = report.record
     steps = decisions_of(record, 2)
     (fault,) = record["faults"]
+    crashed_log = first_log(conns[0])
     assert fault == {"seat": 2, "round": steps[3].where[0], "trick": steps[3].where[1],
                      "kind": "crash",
-                     "detail": "the bot process exited with code 3; restarting it",
+                     "detail": f"the bot process exited with code 3 during a "
+                               f"{call_of(steps[3])}; restarting it; log {crashed_log}: "
+                               f"{log_quote(crashed_log)}",
                      "action": describe_action(steps[3].decision,
                                                default_action(steps[3].view))}
     assert record["forfeited"] == [False] * 3
@@ -373,8 +397,10 @@ def test_a_restart_slower_than_the_deadline_costs_one_timeout(arena_sandbox: San
                                 ["random", "heuristic", crasher], TimeControl(move_ms=400))
     record = report.record
     steps = decisions_of(record, 2)
-    assert [(f["kind"], (f["round"], f["trick"]), f["detail"]) for f in record["faults"]] == [
-        ("crash", steps[3].where, "the bot process exited with code 3; restarting it"),
+    crashed = f"the bot process exited with code 3 during a {call_of(steps[3])}; restarting it"
+    assert [(f["kind"], (f["round"], f["trick"]), f["detail"].partition("; log ")[0])
+            for f in record["faults"]] == [
+        ("crash", steps[3].where, crashed),
         ("timeout", steps[4].where, "no answer within 400 ms")]
     assert steps[4].where == (2, 2)
     assert record["forfeited"] == [False] * 3
@@ -402,12 +428,14 @@ def test_a_bot_that_cannot_be_restarted_is_forfeited(arena_sandbox: Sandbox) -> 
     record = report.record
     details = [f["detail"] for f in record["faults"]]
     assert [f["kind"] for f in record["faults"]] == ["crash"] * 3
-    assert details[0] == "the bot process exited with code 3; restarting it"
+    crashed_log = first_log(conns[0])
+    assert details[0] == (f"the bot process exited with code 3 during a Play; restarting it; "
+                          f"log {crashed_log}: {log_quote(crashed_log)}")
     log = conns[0].log_path  # the restarted process's own log: the first one's, numbered 2
     assert log is not None and log.name.endswith(".2.log")
-    assert log.name.removesuffix(".2.log") + ".log" in os.listdir(log.parent)
     assert details[1] == details[2] == (
-        f"restart failed: bot {conns[0].name}: exited with code 4 before serving; see {log}")
+        f"restart failed: bot {conns[0].name}: exited with code 4 before serving; "
+        f'log {log}: "crasher: crashed before, refusing to start"')
     check_forfeit(record, 0, 4)
     steps = decisions_of(record, 0)
     assert [(f["round"], f["trick"]) for f in record["faults"]] == \
@@ -482,7 +510,7 @@ def _handshake(mode: str) -> str:
     (_handshake("noname"), "bot seat1: bad hand-shake: HelloResponse has no name"),
     (_handshake("unimplemented"),
      "bot seat1: hand-shake failed: UNIMPLEMENTED no hand-shake here"),
-    (_handshake("exit"), "bot seat1: exited with code 5 before serving; see "),
+    (_handshake("exit"), "bot seat1: exited with code 5 before serving; log "),
 ], ids=["no-program", "version99", "no-trumps", "no-name", "unimplemented", "exits"])
 def test_arena_play_stops_before_the_game_when_a_bot_cannot_play(
         arena_sandbox: Sandbox, spec: str, message: str) -> None:

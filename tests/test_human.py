@@ -122,6 +122,24 @@ def test_answers_name_cards_bids_and_suits() -> None:
                    and c & 15 <= 14)
     with pytest.raises(AnswerError, match="does not hold"):
         parse_answer(view, format_card(missing))
+    # a card the game's deck does not have is refused saying what the letters mean
+    with pytest.raises(AnswerError, match=r"^Trumps has no 1♠: its suits run 2\.\.14, with "
+                                          r"J, Q, K, A for 11\.\.14 \(A highest\)$"):
+        parse_answer(view, "S1")
+    with pytest.raises(AnswerError, match=r"^Trumps has no Wizard: its deck is the standard"):
+        parse_answer(view, "W")
+    wizard = new_game("wizard", {"players": 3}, 1)
+    while wizard.decision is not Decision.PLAY:
+        wizard.apply(wizard.legal_actions()[0])
+    view = wizard.view(wizard.to_move)  # type: ignore[arg-type]
+    for answer in ("SA", "sa", "S14"):
+        with pytest.raises(AnswerError, match=r"^Wizard has no A♠: its suits run 1\.\.13, "
+                                              r"with J, Q, K for 11, 12, 13 \(K highest\), "
+                                              r"and no ace$"):
+            parse_answer(view, answer)
+    king = next((c for c in view.hand if c & 15 == 13), None)
+    if king is not None and king in view.legal:
+        assert parse_answer(view, format_card(king)[0] + "K") == king
     # Wizard: the specials by name, and the dealer's trump suit by letter or name
     wizard = next(g for s in range(200)
                   if (g := new_game("wizard", {"players": 3}, s)).decision is Decision.TRUMP)
@@ -131,6 +149,42 @@ def test_answers_name_cards_bids_and_suits() -> None:
         parse_answer(view, "W")
     with pytest.raises(AnswerError, match="not your turn"):
         parse_answer(wizard.view((view.seat + 1) % 3), "H")
+
+
+def test_the_terminal_colours_cards_and_marks_the_card_now_winning() -> None:
+    """Cards in the game printer's colours (rich styles, shown where the output is a
+    terminal); in a trick in progress the card the rules say is winning is marked; Enter
+    alone answers a decision with one legal action, and only such a one."""
+    from arena.human.terminal import view_lines
+    from arena.rules.wizard import wizard_trick_winner
+
+    checked = 0
+    for seed in range(40):
+        game = new_game("wizard", {"players": 4}, seed)
+        rng = random.Random(seed)
+        while not game.is_over and checked < 25:
+            seat = game.to_move
+            assert seat is not None
+            view = game.view(seat)
+            if view.decision is Decision.PLAY and view.trick.cards:
+                lines = dict(view_lines(view, ["a", "b", "c", "d"]))
+                trick = lines["trick"]
+                winner = wizard_trick_winner(view.trick.cards, view.trump)
+                parts = trick.plain.split(": ", 1)[1].split(", ")
+                assert [i for i, part in enumerate(parts) if "◀ winning" in part] == [winner]
+                styles = {str(span.style) for span in trick.spans}
+                assert styles & {"red", "green", "yellow", "blue", "bold magenta", "dim cyan"}
+                checked += 1
+            only = set(view.legal)
+            if len(only) == 1:
+                assert parse_answer(view, "") == next(iter(only))
+            elif view.decision is not None:
+                with pytest.raises(AnswerError, match="Enter alone takes an answer only"):
+                    parse_answer(view, "  ")
+            game.apply(rng.choice(game.legal_actions()))
+        if checked >= 25:
+            break
+    assert checked == 25
 
 
 # -- the terminal -------------------------------------------------------------------------
@@ -233,11 +287,22 @@ def test_a_whole_game_in_the_terminal(arena_sandbox: Sandbox, game: str,
         term.answer(answer)
         return term.until_prompt()
 
+    shown_rounds: list[int] = []
+    compact = 0
+    forced = 0
     try:
         screen = term.until_prompt()
         while screen is not None:
             prompt = screen.splitlines()[-1]
-            assert "your hand:" in screen and "scores:" in screen
+            assert "your hand:" in screen
+            head = re.search(r"^== (Round (\d+) of \d+|The hand) · dealer ", screen, re.M)
+            if head:  # a round's first decision: the whole state
+                assert "scores:" in screen
+                shown_rounds.append(int(head.group(2) or 1))
+            elif not screen.startswith("refused: "):  # within a round: only what changed
+                assert "scores:" not in screen
+                assert len(screen.splitlines()) <= 4, screen
+                compact += 1
             if prompt.startswith(("Your bid", "Your announcement")):
                 top = int(re.search(r"0\.\.(\d+)", prompt).group(1))  # type: ignore[union-attr]
                 if not refusals:
@@ -258,8 +323,17 @@ def test_a_whole_game_in_the_terminal(arena_sandbox: Sandbox, game: str,
                 taken.append("S")
                 screen = step("spades")
                 continue
-            hand, playable = _hand(screen), _playable(screen)
+            hand = _hand(screen)
+            enter = re.search(r"\(Enter: (\S+), the only one you may play\)", prompt)
+            if enter:  # a forced card: Enter alone plays it
+                forced += 1
+                taken.append(enter.group(1))
+                screen = step("")
+                continue
+            playable = _playable(screen)
             assert playable and set(playable) <= set(hand)
+            if len(playable) > 1 and re.search(r"^   trick \d+ of \d+: \d", screen, re.M):
+                assert screen.count("◀ winning") == 1  # the card now winning the trick
             unplayable = [c for c in hand if c not in playable]
             if unplayable and not followed:
                 followed = True
@@ -274,6 +348,9 @@ def test_a_whole_game_in_the_terminal(arena_sandbox: Sandbox, game: str,
         term.kill()
     assert code == 0, err
     assert followed, "no decision where a card had to follow suit: choose another seed"
+    assert compact and forced, (compact, forced)
+    # the whole state once a round: 10 rounds of Wizard for 6 players, one hand of Trumps
+    assert shown_rounds == list(range(1, (10 if game == "wizard" else 1) + 1)), shown_rounds
     assert refusals and "is outside 0.." in refusals[0]
     assert "Final standings" in out and f"record written to {path}" in out
     record = json.loads(path.read_text())
@@ -304,7 +381,11 @@ def test_the_hand_is_shown_sorted_with_trump_bids_trick_and_scores(
         assert "scores: 0:human (you) 0, 1:heuristic 0, 2:random 0" in screen
         term.answer("2")
         screen = term.until_prompt()
-        assert screen is not None and "trick: 1:heuristic " in screen
+        assert screen is not None
+        trick = re.search(r"^   trick 1 of 17 \(stock: 31\): 1:heuristic .*$", screen, re.M)
+        assert trick, screen
+        assert trick.group(0).count("◀ winning") == 1
+        assert "scores:" not in screen and "== " not in screen  # said once a round
     finally:
         term.kill()
 
@@ -459,7 +540,8 @@ def test_the_web_seat_answers_only_under_its_token_and_ctrl_c_ends_it(
         assert _post(url + "answer", b"[1, 2]") == (
             400, {"error": 'expected JSON {"answer": "H7"}'})
         assert _post(url + "answer", b'{"answer": "W"}') == (
-            200, {"ok": False, "error": "does not hold Wizard"})
+            200, {"ok": False, "error": "Trumps has no Wizard: its deck is the standard 52 cards"})
+        assert view["hand_sizes"] == [7, 7, 7] and view["leading"] is None  # seat 1 leads
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
         assert proc.returncode == 130 and err.strip() == "arena: interrupted"

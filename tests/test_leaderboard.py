@@ -35,6 +35,7 @@ from arena.model.record import game_record, verify_record
 from arena.play.players import LocalPlayer
 from arena.play.referee import TimeControl, play_game
 from arena.report.board import (
+    BOT_KINDS,
     FORMAT,
     ISOLATION_MODES,
     PROVISIONAL_GAMES,
@@ -243,7 +244,8 @@ TOP = {"format": str, "tournament": str, "game": str, "options": dict, "seed": i
        "isolation": str, "arena_version": str, "tournament_hash": str, "rating": dict, "bots": list,
        "head_to_head": list, "elo_history": dict}
 NUMBER = (int, float)
-BOT = {"rank": int, "name": str, "version": (str, type(None)), "sandboxed": bool,
+BOT = {"rank": int, "name": str, "version": (str, type(None)), "kind": (str, type(None)),
+       "sandboxed": bool,
        "insecure": bool, "elo": NUMBER,
        "elo_low": NUMBER, "elo_high": NUMBER, "p_above_next": (*NUMBER, type(None)),
        "elo_incremental": NUMBER, "games": int, "mean_score": NUMBER,
@@ -283,6 +285,7 @@ def test_fields_and_types_follow_the_schema() -> None:
         assert list(b["latency_ms"]) == ["p50", "p95", "max"]
         assert b["cpu_ms"] is None  # no CPU time was measured
         assert b["sandboxed"] is True
+        assert b["kind"] == "builtin"  # the field's bots are the arena's own (FIELD)
         assert 0 <= b["latency_ms"]["p50"] <= b["latency_ms"]["p95"] <= b["latency_ms"]["max"]
         assert b["version"] == ("1.0" if FIELD[b["name"]] == "heuristic" else None)
         # Trumps without announcements has no bids.
@@ -700,6 +703,29 @@ def test_insecure_remote_bots_are_marked_in_every_format() -> None:
         line = next(line for line in out.splitlines() if f" {b['name']}" in line)
         assert ("(insecure)" in line) == (b["name"] == far), line
     assert "(insecure) plain grpc:// over the network" in " ".join(out.split())
+
+
+def test_each_bot_says_what_kind_it_is_in_json_and_csv() -> None:
+    """A built-in bot is marked built-in (it is the arena's own code: its ``sandboxed``
+    stays true, and never means a process was confined); a cmd: bot is a process, a bot
+    served from elsewhere remote; a store that does not say gives null."""
+    specs = {"heur-a": "heuristic", "heur-b": "cmd:python bots/heur.py",
+             "rand-a": "grpcs://bots.example.org:50051", "rand-b": "unix:/tmp/r.sock"}
+    bots = [{**b, "spec": specs.get(b["name"], b["spec"]),
+             "sandboxed": not specs.get(b["name"], "").startswith(("grpc", "unix"))}
+            if b["name"] != "rand-c" else {k: v for k, v in b.items() if k != "spec"}
+            for b in BOTS]
+    lb = build_leaderboard(iter(trumps_games()), meta_for("trumps", TRUMPS, 4), bots,
+                           resamples=20)
+    kinds = {b["name"]: b["kind"] for b in lb["bots"]}
+    assert kinds == {"heur-a": "builtin", "heur-b": "process", "rand-a": "remote",
+                     "rand-b": "remote", "rand-c": None}
+    assert set(kinds.values()) - {None} <= set(BOT_KINDS)
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(render_csv(lb)))}
+    assert {n: r["kind"] for n, r in rows.items()} == {
+        n: k or "" for n, k in kinds.items()}
+    header = render_csv(lb).splitlines()[0].split(",")
+    assert header[header.index("version") + 1] == "kind"
 
 
 @pytest.mark.parametrize("isolation", ["game", "deal"])

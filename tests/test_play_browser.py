@@ -73,19 +73,23 @@ class WebGame:
     url: str
     proc: subprocess.Popen[str]
     record: Path
+    announce: bool
 
 
-@pytest.fixture
-def web_game() -> Iterator[WebGame]:
+@pytest.fixture(params=[True, False], ids=["announce", "no-announce"])
+def web_game(request: pytest.FixtureRequest) -> Iterator[WebGame]:
     """``arena play --web``: Trumps for three, seven tricks, the person announcing last
-    (seat 0 deals). Its bot process must be gone at the end. (Not ``arena_sandbox``:
-    the browser's driver is a child process of the tests that outlives the test.)"""
+    (seat 0 deals), and the same without announcements. Its bot process must be gone at
+    the end. (Not ``arena_sandbox``: the browser's driver is a child process of the
+    tests that outlives the test.)"""
     tmp = Path(tempfile.mkdtemp(prefix="at-", dir="/tmp"))  # short: socket paths
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
     record = tmp / "game.json"
+    announce = "true" if request.param else "false"
     proc = subprocess.Popen(
         arena_command("play", "--no-sandbox", "--game", "trumps", "--players", "3",
-                      "--option", "draw=false", "--option", "announce=true", "--seed", "5",
+                      "--option", "draw=false", "--option", f"announce={announce}",
+                      "--seed", "5",
                       "--bots", f"human,{named(BOT_NAME)},heuristic", "--web",
                       "--record", str(record)),
         cwd=REPO, env=env, text=True,
@@ -99,7 +103,7 @@ def web_game() -> Iterator[WebGame]:
         if url is None:
             proc.kill()
             pytest.fail(f"arena play --web printed no URL: {proc.communicate(timeout=10)}")
-        yield WebGame(url, proc, record)
+        yield WebGame(url, proc, record, request.param)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -153,13 +157,29 @@ def test_a_whole_game_in_the_browser(context: tuple[BrowserContext, Watch],
              " return +p.dataset.version > v && p.dataset.status !== 'wait'; }")
     page.wait_for_function(ready, arg=0)
     # names are data: the markup-like bot name is shown as text, nowhere as markup
-    assert page.locator("#seats tbody tr[data-seat='1'] th").text_content() == BOT_NAME
+    assert page.locator(".seat[data-seat='1'] .seat-name").text_content() == BOT_NAME
+    assert page.locator("#scores tr[data-seat='0'] th").text_content() == "human (you)"
     assert page.locator("img").count() == 0 and page.title() != "1"
+    # the replay viewer's card table: the person's hand in seat 0's place, face up; the
+    # others' face down: seven each, less what they have played to the trick
+    assert page.locator(".board .seat[data-seat='0'] #hand").count() == 1
+    on_table = page.eval_on_selector_all("#trick .play", "ps => ps.map(p => +p.dataset.seat)")
+    assert len(on_table) == (0 if web_game.announce else 2)
+    for seat in (1, 2):
+        backs = page.locator(f".hand[data-seat='{seat}'] .card.back").count()
+        assert backs == 7 - on_table.count(seat)
+        assert page.locator(f".hand[data-seat='{seat}'] [data-card]").count() == 0
     # the cards are buttons named for screen readers; the bids are buttons
     labels = page.eval_on_selector_all("#hand button", "bs => bs.map(b => b.ariaLabel)")
     assert len(labels) == 7 and all(re.match(r"(\w+ of (clubs|diamonds|hearts|spades)"
                                               r"|Wizard|Jester)", str(x)) for x in labels)
-    assert page.get_by_role("button", name="3", exact=True).is_visible()
+    if web_game.announce:
+        assert page.get_by_role("button", name="3", exact=True).is_visible()
+        assert page.locator("#scores thead th").all_text_contents() == [
+            "Seat", "Announced", "Won", "Total"]
+    else:
+        assert page.locator("#scores thead th").all_text_contents() == ["Seat", "Won", "Total"]
+    leading_seen = 0
     while True:
         status, version = _status(page)
         if status == "over":
@@ -185,12 +205,37 @@ def test_a_whole_game_in_the_browser(context: tuple[BrowserContext, Watch],
                 ARTIFACTS.mkdir(exist_ok=True)
                 page.screenshot(path=str(ARTIFACTS / "play-refused.png"), full_page=True)
             button = page.locator("#hand button[data-legal='true']").last
+            played = page.locator("#trick .play")
+            if played.count():  # the card now winning the trick is shown, by the rules
+                leading_seen += 1
+                state = json.loads(urlopen(web_game.url + "state", timeout=10).read())
+                view = state["view"]
+                index = view["leading"]
+                assert page.locator("#trick .card.leading").count() == 1
+                assert page.locator("#trick .play").nth(index).locator(".leading").count()
+                seat = (view["trick"]["leader"] + index) % 3
+                assert page.locator("#leading").get_attribute("data-seat") == str(seat)
+                assert "winning now: " in str(page.locator("#trick-result").text_content())
         clicked.append(str(button.get_attribute("data-answer")))
         button.click()
         page.wait_for_function(ready, arg=version)
     assert refused, "no illegal card to click: choose another seed"
+    assert leading_seen, "never a card on the table at the person's turn"
     places = page.locator("#places li")
     assert places.count() == 3 and page.locator("#result").is_visible()
+    # the result in words; what no longer applies is gone
+    text = str(page.locator("#result-text").text_content())
+    assert re.fullmatch(r"You finished (1st|2nd|3rd) of 3 with -?\d+ points?"
+                        r"(, tied with .+)?\.", text), text
+    assert all(re.fullmatch(r"(1st|2nd|3rd): .+, -?\d+ points?", str(t))
+               for t in places.all_text_contents())
+    assert not page.locator("#table").is_visible() and not page.locator("#hand").is_visible()
+    assert page.locator("#status").text_content() == "The game is over."
+    # the hand's score: an announcement where there were announcements, never a "bid"
+    scores = " ".join(page.locator("#rounds tbody").all_text_contents())
+    assert "bid" not in scores and ("announced" in scores) == web_game.announce
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"play-over-{web_game.announce}.png"), full_page=True)
 
     # the page never received a card of another seat before it was played
     record = json.loads(urlopen(web_game.url + "record.json", timeout=10).read())
@@ -249,7 +294,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     record = trio.run(play_game, game, players)
     folder = tmp_path_factory.mktemp("play-pages")
     out = [folder / "play.html", folder / "replay.html"]
-    out[0].write_text(play_page(f"Wizard: {BOT_NAME}"), encoding="utf-8")
+    out[0].write_text(play_page(f"Wizard: {BOT_NAME}", "wizard", 3, 0, True), encoding="utf-8")
     out[1].write_text(replay_page(record.record), encoding="utf-8")
     return out
 

@@ -1,6 +1,6 @@
 """Property tests over random games of both games, every player count and option.
 
-An independent model of each game (written here from RULES.md, sharing no code with the
+An independent model of each game (written here from docs/rules.md, sharing no code with the
 engine but the card encoding) is driven with the same actions as the engine; at every
 step the two must agree on who moves, what is legal, every view of every seat, and in
 the end every trick winner, every score and the record. Records must round-trip through
@@ -101,7 +101,7 @@ def places(totals: list[int]) -> list[int]:
 
 
 class Model:
-    """A referee written from RULES.md; it takes each deal from the engine's log."""
+    """A referee written from docs/rules.md; it takes each deal from the engine's log."""
 
     def __init__(self, game: str, options: dict[str, Any]) -> None:
         self.game = game

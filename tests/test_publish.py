@@ -22,6 +22,7 @@ import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from conftest import REPO, listening_on, start_server, stop_server
 from arena.cli import main
 from arena.publish.charts import nice_ticks
 from arena.publish.markup import Slugs, slug
+from arena.publish.pages import BUILTIN_SANDBOX
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 
@@ -325,7 +327,9 @@ def _chart_table(page: Node, chart: str) -> Node:
     assert len(figures) == 1 and figures[0].find("figcaption").text().strip()
     parent = next(n for n in page.iter() if any(c is figures[0] for c in n.children))
     siblings = [c for c in parent.children if isinstance(c, Node)]
-    table = siblings[next(i for i, c in enumerate(siblings) if c is figures[0]) + 1]
+    box = siblings[next(i for i, c in enumerate(siblings) if c is figures[0]) + 1]
+    assert box.tag == "div" and box.attrs["class"] == "scroll"  # it scrolls, not the page
+    (table,) = [c for c in box.children if isinstance(c, Node)]
     assert table.tag == "table" and table.attrs["class"] == "chart-data"
     assert table.attrs["data-chart"] == chart
     return table
@@ -477,7 +481,7 @@ def test_cpu_time_and_unsandboxed_bots_are_shown(wizard: Built, tmp_path: Path) 
     index = built.pages[built.site / "index.html"]
     board = index.by_id("leaderboard")
     heads = {th.attrs["data-sort"]: th for th in board.find_all("th") if "data-sort" in th.attrs}
-    assert heads["cpu"].text() == "CPU p50/p95 ms"
+    assert heads["cpu"].text() == "CPU ms" and "median / 95th" in heads["cpu"].attrs["title"]
     for row, b in zip(board.rows(), bots, strict=True):
         cells = {td.attrs["data-col"]: td for td in row.find_all("td")}
         cpu = cells["cpu"]
@@ -504,7 +508,7 @@ def test_cpu_time_and_unsandboxed_bots_are_shown(wizard: Built, tmp_path: Path) 
             f"p50 {_ms(cpu['p50'])} ms, p95 {_ms(cpu['p95'])} ms, max {_ms(cpu['max'])} ms")
         h1 = page.find("h1")
         assert len(h1.find_all("span", class_="unsandboxed")) == (0 if b["sandboxed"] else 1)
-        assert stats["Sandbox"] == "yes" if b["sandboxed"] else (
+        assert stats["Sandbox"] == BUILTIN_SANDBOX if b["sandboxed"] else (
             stats["Sandbox"].startswith("no sandbox") and "untrusted mode off" in stats["Sandbox"])
         assert stats["Isolation"] == "shared"
 
@@ -519,6 +523,38 @@ def test_cpu_time_and_unsandboxed_bots_are_shown(wizard: Built, tmp_path: Path) 
     assert [n for n, r in rows.items() if r.find_all("span", class_="unsandboxed")] == [ODD]
     assert ODD not in path.read_text(encoding="utf-8")  # escaped wherever it is shown
     assert ODD not in (built.site / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_site_says_when_the_games_were_played_and_when_it_was_published(
+        wizard: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store.open(wizard.folder) as store:
+        games = list(store.iter_games())
+    first, last = min(g.started_at for g in games), max(g.ended_at for g in games)
+    epoch = 1767225600  # 2026-01-01 00:00:00 UTC
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(epoch))  # a reproducible build's time
+    site = tmp_path / "site"
+    assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "50"]) == 0
+
+    def stamp(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    index = parse(site / "index.html")
+    dates = index.by_id("dates")
+    times = [t.attrs["datetime"] for t in dates.find_all("time")]
+    assert times == [stamp(first), stamp(last), "2026-01-01T00:00:00Z"], times
+    text = " ".join(dates.text().split())
+    assert text.startswith("Games played ") and text.endswith(
+        " · published 2026-01-01 00:00 UTC"), text
+    for path in (site / "index.html", site / "games.html", next((site / "games").iterdir())):
+        footer = parse(path).find("footer")
+        assert [t.attrs["datetime"] for t in footer.find_all("time")] == [
+            "2026-01-01T00:00:00Z"], path
+    facts = parse(site / "tournament.html")
+    played = [t.attrs["datetime"] for t in facts.find_all("time")]
+    assert played[:3] == [stamp(first), stamp(last), "2026-01-01T00:00:00Z"]
+    # the leaderboard's data has no time in it: the same games give the same file
+    assert (site / "data" / "leaderboard.json").read_bytes() == (
+        wizard.site / "data" / "leaderboard.json").read_bytes()
 
 
 def _ms(value: float) -> str:
@@ -564,7 +600,7 @@ def test_isolated_sandboxed_tournament_has_no_warning(wizard: Built, tmp_path: P
     assert "no bot ran without it" in text and "trusted bots only" not in text
     for b in built.board["bots"]:
         page = built.pages[built.site / "bots" / f"{slug(b['name'])}.html"]
-        assert _stats(page)["Sandbox"] == "yes"
+        assert _stats(page)["Sandbox"] == BUILTIN_SANDBOX  # the field is built-in bots
         assert _stats(page)["Isolation"] == isolation
 
 

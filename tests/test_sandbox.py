@@ -155,7 +155,8 @@ def test_the_cpu_limit_is_a_resource_fault_charged_to_that_bot(arena_sandbox: Sa
     faults = report.record["faults"]
     assert faults and all(f["seat"] == 0 for f in faults)
     assert faults[0]["kind"] == "resource"
-    assert faults[0]["detail"].startswith("CPU time limit 1 s reached")
+    assert faults[0]["detail"].startswith(
+        "the bot process was killed: CPU time limit 1 s reached during a ")
 
 
 @needs_cgroups
@@ -184,7 +185,8 @@ def test_a_restarted_bot_must_give_the_same_name(arena_sandbox: Sandbox) -> None
                          confinement=Confinement(sandbox=False))
     report = run_trio(_one_game, conn)
     faults = report.record["faults"]
-    assert faults[0]["detail"] == "the bot process exited with code 3; restarting it"
+    assert faults[0]["detail"].startswith(
+        "the bot process exited with code 3 during a Play; restarting it; log ")
     assert faults[1]["kind"] == "crash"
     assert ("a new process answered the hand-shake as 'impostor' (protocol 1), not as "
             "'crasher'") in faults[1]["detail"]

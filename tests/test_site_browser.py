@@ -172,6 +172,81 @@ def test_leaderboard_rows_and_sorting(site: Site, context: tuple[BrowserContext,
     check_png(shot)
 
 
+LAYOUT_JS = """() => {
+    const box = document.getElementById('leaderboard-box');
+    const table = document.getElementById('leaderboard');
+    const hint = document.getElementById('leaderboard-more');
+    const shown = [...document.querySelectorAll('svg.chart, svg.chart-compact')]
+        .filter(s => s.getBoundingClientRect().width > 0);
+    return {page: document.documentElement.scrollWidth, view: window.innerWidth,
+            table: table.scrollWidth, box: box.clientWidth,
+            overflows: box.classList.contains('overflows'),
+            atEnd: box.classList.contains('at-end'), hint: !hint.hidden,
+            charts: shown.map(s => [s.id, s.getBoundingClientRect().left,
+                                    s.getBoundingClientRect().right])};
+}"""
+
+
+def test_the_ranking_fits_a_1400_px_window_or_scrolls_visibly_in_its_box(
+        site: Site, context: tuple[BrowserContext, Watch]) -> None:
+    ctx, _ = context
+    page = open_page(ctx, (site.root / "index.html").as_uri())
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(50)  # the resize handler has run
+    wide = page.evaluate(LAYOUT_JS)
+    assert wide["page"] <= wide["view"]
+    assert wide["table"] <= wide["box"], wide  # all twelve columns, no scrolling
+    assert not wide["overflows"] and not wide["hint"]
+    # in a narrower window the table scrolls in its own box, and the page says so
+    page.set_viewport_size({"width": 760, "height": 900})
+    page.wait_for_function("() => document.getElementById('leaderboard-box')"
+                           ".classList.contains('overflows')")
+    narrow = page.evaluate(LAYOUT_JS)
+    assert narrow["page"] <= narrow["view"], narrow  # the page itself does not scroll
+    assert narrow["table"] > narrow["box"] and narrow["hint"] and not narrow["atEnd"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "site-ranking-760.png"))
+    page.evaluate("() => { const b = document.getElementById('leaderboard-box');"
+                  " b.scrollLeft = b.scrollWidth; }")
+    page.wait_for_function("() => document.getElementById('leaderboard-box')"
+                           ".classList.contains('at-end')")
+    last = page.evaluate("""() => {
+        const box = document.getElementById('leaderboard-box').getBoundingClientRect();
+        const cell = document.querySelector('#leaderboard td[data-col="cpu"]')
+            .getBoundingClientRect();
+        return [cell.right <= box.right + 1, cell.left >= box.left - 1];
+    }""")
+    assert last == [True, True]  # scrolled, the last column shows
+
+
+def test_the_charts_scale_on_a_phone(site: Site, context: tuple[BrowserContext, Watch]
+                                     ) -> None:
+    ctx, _ = context
+    page = open_page(ctx, (site.root / "index.html").as_uri())
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(50)
+    phone = page.evaluate(LAYOUT_JS)
+    assert phone["page"] <= phone["view"] == 390, phone  # no sideways scrolling
+    ids = [chart_id for chart_id, _, _ in phone["charts"]]
+    assert ids == ["chart-ratings-compact", "chart-history-compact", "chart-h2h-compact",
+                   "chart-bids-compact"], ids
+    for chart_id, left, right in phone["charts"]:
+        assert left >= 0 and right <= 390, (chart_id, left, right)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "site-index-phone.png"), full_page=True)
+    bot = open_page(ctx, (site.root / "bots" / f"{slug(BOTS[0][0])}.html").as_uri())
+    bot.set_viewport_size({"width": 390, "height": 844})
+    bot.wait_for_timeout(50)
+    box = bot.evaluate("""() => [document.documentElement.scrollWidth,
+        document.getElementById('chart-bot-history-compact').getBoundingClientRect().right]""")
+    assert box[0] <= 390 and box[1] <= 390, box
+    # on a desktop the wide charts show, not the compact ones
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(50)
+    assert [c[0] for c in page.evaluate(LAYOUT_JS)["charts"]] == [
+        "chart-ratings", "chart-history", "chart-h2h", "chart-bids"]
+
+
 def test_leaderboard_and_charts_without_javascript(browser: Browser, site: Site) -> None:
     """The table and the four charts are in the HTML as built: no script needed."""
     ctx = browser.new_context(java_script_enabled=False)
@@ -187,9 +262,11 @@ def test_leaderboard_and_charts_without_javascript(browser: Browser, site: Site)
                 const fig = el.closest('figure');
                 const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
                 let table = fig && fig.querySelector('table.chart-data');
-                if (!table && fig) {
+                if (!table && fig) {  // next to the figure, in a box that scrolls
                     const next = fig.nextElementSibling;
                     if (next && next.matches('table.chart-data')) table = next;
+                    else if (next && next.matches('div.scroll'))
+                        table = next.querySelector(':scope > table.chart-data');
                 }
                 return {svg: !!svg, w: box.width, h: box.height,
                         inCharts: !!el.closest('#charts'),

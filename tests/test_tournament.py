@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -103,13 +104,41 @@ def tournament_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+PRINTED: dict[str, str] = {}
+"""What the uninterrupted run printed on its standard error (a pipe, not a terminal)."""
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tournament_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("straight")
     done = arena("tournament", str(tournament_file), "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     assert f"{TOTAL} of {TOTAL} games done" in done.stdout
+    PRINTED["stderr"] = done.stderr
     return out
+
+
+PROGRESS = re.compile(r"games (\d+)/(\d+) \((\d+)%\), (\S+) elapsed, (eta \S+|done), "
+                      r"faults (\d+); Elo so far: 1\. (\S+) (\d+), 2\. (\S+) (\d+), "
+                      r"3\. (\S+) (\d+)")
+
+
+def test_progress_lines_with_eta_and_standings_when_not_a_terminal(
+        uninterrupted: Path) -> None:
+    lines = [line for line in PRINTED["stderr"].splitlines() if line.startswith("games ")]
+    found = [PROGRESS.fullmatch(line) for line in lines]
+    assert lines and all(found), lines
+    done = [int(m.group(1)) for m in found if m]
+    assert done == list(range(4, TOTAL + 1, 4))  # every 10% of 40 games
+    assert all(int(m.group(2)) == TOTAL for m in found if m)
+    assert [m.group(5).startswith("eta ") for m in found if m] == [True] * 9 + [False]
+    last = found[-1]
+    assert last is not None
+    top = [last.group(7), last.group(9), last.group(11)]
+    names = {"py-heuristic", "py-random", "heuristic", "random", "random2"}
+    assert set(top) <= names and len(set(top)) == 3
+    elos = [int(last.group(i)) for i in (8, 10, 12)]
+    assert elos == sorted(elos, reverse=True)
 
 
 def test_a_tournament_runs_stores_and_publishes(uninterrupted: Path) -> None:

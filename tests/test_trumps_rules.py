@@ -1,4 +1,4 @@
-"""Trumps (RULES.md, game 2): one hand-written scenario per rule and option, fixed deals.
+"""Trumps (docs/rules.md): one hand-written scenario per rule and option, fixed deals.
 
 A trick scenario plays without drawing (``draw=false``) from hands overwritten at the
 start of play; hands are written in play order from the leader (seat 1, left of the

@@ -1,4 +1,4 @@
-"""Wizard (RULES.md, game 1): one hand-written scenario per rule, each with a fixed deal.
+"""Wizard (docs/rules.md): one hand-written scenario per rule, each with a fixed deal.
 
 A scenario either searches seeds for a deal with the wanted property, or plays to the
 start of a round's play and then overwrites the hands (and the trump) with a fixed deal.

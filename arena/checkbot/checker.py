@@ -197,6 +197,8 @@ class Checker:
         with trio.move_on_after(self.move_ms / 1000 + GRACE_S) as scope:
             try:
                 await self.player.round_ended(result, self.move_ms)
+            except Fault as f:  # the process died in it
+                problem = f"{f.kind}: {f.detail}"
             except CallFailed as e:
                 problem = (f"no answer within {self.move_ms} ms"
                            if e.code == "DEADLINE_EXCEEDED" else
@@ -318,10 +320,14 @@ async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None,
             await checker.round_ended(kinds[0])
         if spec.kind == "cmd":
             restarts = connection.restarts
-            checker.add("process", restarts == 0,
-                        "never crashed or restarted" if restarts == 0 else
-                        f"crashed and was restarted {restarts} time"
-                        f"{'s' if restarts > 1 else ''}")
+            process = connection.process
+            dead = process is not None and process.returncode is not None
+            last = (f"; the last process {connection.last_end}" if connection.last_end
+                    else "")
+            times = f"{restarts} time{'s' if restarts > 1 else ''}"
+            checker.add("process", restarts == 0 and not dead,
+                        "crashed" + (f" and was restarted {times}" if restarts else "") + last
+                        if restarts or dead else "never crashed or restarted")
             await checker.sigterm()
     finally:
         await connection.aclose()

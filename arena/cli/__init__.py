@@ -19,6 +19,7 @@ from arena.cli.common import (
     add_sandbox_flags,
     open_store,
 )
+from arena.cli.league import add_parser as add_league_parser
 from arena.cli.match import add_parser as add_match_parser
 from arena.cli.play import cmd_play
 from arena.cli.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
@@ -95,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                         "unless the chain ends there")
     add_check_bot_parser(sub)
     add_match_parser(sub)
+    add_league_parser(sub)
     add_publish_parser(sub)
     add_serve_parser(sub)
     add_submit_parser(sub)
@@ -135,9 +137,20 @@ def cmd_match(args: argparse.Namespace) -> int:
         raise UsageError(f"arena match: {e}") from None
 
 
+def cmd_league(args: argparse.Namespace) -> int:
+    from arena.cli.league import LeagueUsage
+    from arena.cli.league import cmd_league as run_league_command
+
+    try:
+        return run_league_command(args)
+    except LeagueUsage as e:
+        raise UsageError(str(e)) from None
+
+
 COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
             "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
-            "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match, "submit": cmd_submit}
+            "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match,
+            "league": cmd_league, "submit": cmd_submit}
 
 
 def _escape_what_cannot_be_encoded() -> None:

@@ -66,7 +66,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     seats = [SeatSpec(spec.value if spec.kind == "builtin" else None, spec) for spec in specs]
     web = None
     if humans:
-        seats[humans[0]], web = _human_seat(args, game)
+        seats[humans[0]], web = _human_seat(args, game, humans[0])
     for flag in ("move_ms", "bank_ms", "max_faults", "startup_ms"):
         if getattr(args, flag) < (1 if flag != "bank_ms" else 0):
             raise UsageError(f"arena play: --{flag.replace('_', '-')} must be positive")
@@ -133,16 +133,19 @@ def _check_human_flags(args: argparse.Namespace, humans: list[int]) -> None:
         raise UsageError("arena play: --port is the browser seat's port; it needs --web")
 
 
-def _human_seat(args: argparse.Namespace, game: Game) -> tuple[SeatSpec, Any]:
+def _human_seat(args: argparse.Namespace, game: Game, seat: int) -> tuple[SeatSpec, Any]:
     """The seat a person plays: in the terminal, or with ``--web`` in the browser (its
     server started and its URL printed)."""
     if not args.web:
         return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), TerminalPlayer(HUMAN, args.human_ms)), None
-    from arena.human.web import HOST, WebPlayer, WebServer, WebTable
+    from arena.human.web import HOST, WebPlayer, WebServer, WebTable, play_page
 
     table = WebTable()
+    page = play_page(f"{game.name.capitalize()}: you against the bots", game.name,
+                     game.players, seat, game.name == "wizard" or bool(game.options.get(
+                         "announce")))
     try:
-        web = WebServer(table, f"{game.name.capitalize()}: you against the bots", args.port)
+        web = WebServer(table, page, args.port)
     except OSError as e:
         raise UsageError(f"arena play: cannot listen on {HOST}:{args.port}: "
                          f"{e.strerror or e}") from None

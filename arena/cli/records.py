@@ -140,9 +140,13 @@ def _verify_folder(folder: Path, head: str | None) -> int:
 
     if not Store.exists(folder):
         raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
+    from arena.league.audit import check_seasons, league_planner
+
+    notes: list[str] = []
     try:
-        with Store.open_readonly(folder) as store:
-            count, end = verify_store(store, head, [planned_games])
+        with Store.open_readonly(folder) as store, store.snapshot():
+            notes = check_seasons(store)
+            count, end = verify_store(store, head, [planned_games, league_planner(store)])
     except StoreIOError as e:
         print(str(e), file=sys.stderr)
         return 3
@@ -162,6 +166,8 @@ def _verify_folder(folder: Path, head: str | None) -> int:
         return 1
     chain = f"chain head {end}" if end is not None else "no chain"
     print(f"{folder}: ok ({count} game{'s' if count != 1 else ''}), {chain}")
+    for note in notes:
+        print(f"{folder}: note: {note}")
     return 0
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import trio
@@ -23,10 +25,12 @@ from rich.progress import (
 )
 
 from arena.model.files import MARKER, FolderError, claim_folder
+from arena.model.job import GameOutcome
+from arena.model.names import clean
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism, usable_cores
 from arena.proc.reaper import start_cleanup
-from arena.report.board import build_leaderboard
+from arena.report.board import QuickStandings, build_leaderboard
 from arena.report.format import for_terminal
 from arena.report.text import (
     FILES,
@@ -134,29 +138,26 @@ def run_command(args: argparse.Namespace) -> int:
             TimeRemainingColumn(), TextColumn("faults {task.fields[faults]}"),
             console=err, disable=not err.is_terminal, transient=False)
         task: list[TaskID] = []
-        state = {"faults": store.count_faults(), "last": 0}
+        report = ProgressReport(store.count_faults())
 
         def started(total: int, done: int) -> None:
             if done:
                 out.print(f"resuming: {done} of {total} games already played")
+                report.standings.add_stored(store.iter_games())
+            report.start(total, done)
             task.append(progress.add_task("games", total=total, completed=done,
-                                          faults=state["faults"], rate=""))
+                                          faults=report.faults, rate=""))
             progress.start()
 
-        def finished(game: ScheduledGame, faults: int) -> None:
-            state["faults"] += faults
+        def finished(game: ScheduledGame, outcome: GameOutcome) -> None:
+            line = report.game(game.bots, outcome.record["totals"], len(outcome.faults))
             t = task[0]
-            progress.update(t, advance=1, faults=state["faults"])
-            info = progress.tasks[t]
-            speed = info.speed
+            progress.update(t, advance=1, faults=report.faults)
+            speed = progress.tasks[t].speed
             if speed:
                 progress.update(t, rate=f"{speed:.2f}/s")
-            if not err.is_terminal and info.total:
-                tenth = int(10 * info.completed / info.total)
-                if tenth > state["last"]:
-                    state["last"] = tenth
-                    print(f"games {int(info.completed)}/{int(info.total)}, "
-                          f"faults {state['faults']}", file=sys.stderr, flush=True)
+            if line is not None:  # above the bar on a terminal, else a plain line
+                progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
         try:
             summary = _run(config, store, seed, started, finished, use_ray, address)
@@ -184,8 +185,75 @@ def run_command(args: argparse.Namespace) -> int:
         return leaderboard_command(store, config.output, "table", args.resamples)
 
 
+STANDINGS_TOP = 3
+"""How many bots a progress line's standings name."""
+
+
+def report_every(total: int) -> int:
+    """How often a progress line is printed: every tenth of the games or every 50 games,
+    whichever comes first."""
+    return max(1, min(50, math.ceil(total / 10)))
+
+
+def duration_text(seconds: float) -> str:
+    """A duration for a progress line: ``45s``, ``3m05s``, ``1h02m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class ProgressReport:
+    """The progress lines of a tournament: every :func:`report_every` games (and at the
+    last), games done of the total, time elapsed in this run, the time left at this run's
+    pace, the faults, and the top of the standings by the incremental Elo
+    (:class:`~arena.report.board.QuickStandings`: cheap, no bootstrap). The same line on
+    a terminal (above the progress bar) and in a log."""
+
+    def __init__(self, faults: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.faults = faults
+        self.standings = QuickStandings()
+        self.total = 0
+        self.done = 0
+        self._clock = clock
+        self._started = 0.0
+        self._done_before = 0
+        self._every = 1
+
+    def start(self, total: int, done: int) -> None:
+        self.total, self.done, self._done_before = total, done, done
+        self._every = report_every(total)
+        self._started = self._clock()
+
+    def game(self, bots: Sequence[str], totals: Sequence[float], faults: int) -> str | None:
+        """One game finished: its bots, totals and faults; the progress line when one is
+        due, else None."""
+        self.done += 1
+        self.faults += faults
+        self.standings.add(bots, totals)
+        if self.done % self._every and self.done != self.total:
+            return None
+        return self.line()
+
+    def line(self) -> str:
+        elapsed = self._clock() - self._started
+        played = self.done - self._done_before
+        left = self.total - self.done
+        eta = ("done" if not left else
+               f"eta {duration_text(elapsed / played * left)}" if played else "eta ?")
+        share = f" ({100 * self.done // self.total}%)" if self.total else ""
+        top = ", ".join(f"{i}. {clean(name)} {elo:.0f}"
+                        for i, (name, elo, _) in enumerate(
+                            self.standings.top(STANDINGS_TOP), start=1))
+        return (f"games {self.done}/{self.total}{share}, {duration_text(elapsed)} elapsed, "
+                f"{eta}, faults {self.faults}" + (f"; Elo so far: {top}" if top else ""))
+
+
 def _run(config: TournamentConfig, store: Store, seed: int,
-         started: Callable[[int, int], None], finished: Callable[[ScheduledGame, int], None],
+         started: Callable[[int, int], None],
+         finished: Callable[[ScheduledGame, GameOutcome], None],
          use_ray: bool, address: str) -> RunSummary:
     if not use_ray:
         start_cleanup()
@@ -275,7 +343,8 @@ def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) ->
         console = Console(highlight=False)
         print_table(board, console)
         if written:
-            console.print("written: " + ", ".join(str(p) for p in written), markup=False)
+            console.print("written: " + ", ".join(str(p) for p in written), markup=False,
+                          soft_wrap=True)
     elif fmt == "md":
         sys.stdout.write(render_markdown(board))
     elif fmt == "csv":

@@ -26,12 +26,13 @@ from typing import Any
 
 import trio
 
-from arena.human.terminal import HUMAN, AnswerError, parse_answer
+from arena.human.terminal import HUMAN, AnswerError, leading_index, parse_answer, winning_now
 from arena.model.results import GameResult, RoundResult
 from arena.publish.markup import esc
 from arena.rules import Decision, Trick, View
 from arena.rules.cards import SUIT_LETTERS, format_card, format_suit
 from arena.rules.reasons import illegal_reason
+from arena.rules.search import hand_sizes
 
 HOST = "127.0.0.1"
 
@@ -75,6 +76,7 @@ def view_state(view: View) -> dict[str, Any]:
         choices = [0, 1, 2, 3]
     refused = {answer_text(decision, a): reason for a in choices
                if (reason := illegal_reason(view, a)) is not None}
+    leading = winning_now(view)
     return {
         "game": view.game, "seat": view.seat, "players": view.players,
         "round": view.round, "rounds": view.rounds, "dealer": view.dealer,
@@ -87,6 +89,8 @@ def view_state(view: View) -> dict[str, Any]:
         "decision": None if decision is None else decision.value,
         "legal": [answer_text(decision, a) for a in dict.fromkeys(view.legal)],
         "refused": refused,
+        "hand_sizes": list(hand_sizes(view)),
+        "leading": None if leading is None else leading[0],
     }
 
 
@@ -193,12 +197,16 @@ class WebTable:
             self._pending = None
             deliver, asked = self._deliver, self._asked
             shown = dict(self.state["view"] or {}, decision=None, legal=[], refused={})
-            if view.decision is Decision.PLAY:
+            if view.decision is Decision.PLAY:  # the card on the table at once
                 card = format_card(action)
                 hand = list(shown["hand"])
                 hand.remove(card)
                 trick = shown["trick"]
-                shown.update(hand=hand, trick=dict(trick, cards=[*trick["cards"], card]))
+                sizes = list(shown["hand_sizes"])
+                sizes[view.seat] -= 1
+                shown.update(hand=hand, trick=dict(trick, cards=[*trick["cards"], card]),
+                             hand_sizes=sizes, leading=leading_index(
+                                 view.game, (*view.trick.cards, action), view.trump))
             self._changed(status="wait", view=shown, message="the others are playing")
         try:
             deliver(asked, action)
@@ -248,9 +256,25 @@ class WebPlayer:
         self.table.game_over(result)
 
 
-def play_page(title: str) -> str:
-    """The page: its content is drawn by ``play.js`` from the state; nothing else in it
-    comes from the game (names are set as text, never as markup)."""
+def play_page(title: str, game: str, players: int, seat: int, bids: bool) -> str:
+    """The page: the replay viewer's card table (:func:`arena.publish.replay.board_html`,
+    styled by the site's stylesheet) for a game of ``game`` with ``players`` seats, the
+    person at ``seat``; ``bids``: whether the game has bids (Wizard) or announcements
+    (Trumps with ``announce``). Its content is drawn by ``play.js`` from the state;
+    nothing else in it comes from the game (names are set as text, never as markup)."""
+    from arena.publish.replay import board_html
+
+    names = [f'<span class="seat-name" data-seat="{s}"></span>' for s in range(players)]
+    hands = ["" for _ in range(players)]
+    attrs = {seat: ' id="hand" role="group" aria-label="Your hand"'}
+    word = "bid" if game == "wizard" else "announcement"
+    centre = (f'<div id="bids" class="choices" role="group" aria-label="Your {word}" hidden>'
+              '</div>'
+              '<div id="suits" class="choices" role="group" '
+              'aria-label="Choose the trump suit" hidden></div>')
+    board = board_html(names, names, hands, None, game,
+                       ("bid", "won", "total") if bids else ("won", "total"), attrs, centre)
+    rounds = "Finished rounds" if game == "wizard" else "The hand's score"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -263,35 +287,30 @@ def play_page(title: str) -> str:
 <script src="assets/play.js" defer></script>
 </head>
 <body>
-<main class="wrap" id="play" data-status="wait" data-version="0">
+<main class="wrap" id="play" data-status="wait" data-version="0" data-game="{esc(game)}"
+ data-seat="{seat}" data-players="{players}" data-bids="{'true' if bids else 'false'}">
 <h1 id="title">{esc(title)}</h1>
 <p id="status" aria-live="polite">Connecting…</p>
 <p id="message" role="alert" class="refusal" hidden></p>
-<section aria-labelledby="table-h"><h2 id="table-h">The table</h2>
-<p id="trump"></p>
-<div class="scroll"><table id="seats" class="data compact">
-<thead><tr><th scope="col">Seat</th><th scope="col">Player</th><th scope="col" id="bid-col">Bid</th>
-<th scope="col">Won</th><th scope="col">Score</th></tr></thead><tbody></tbody></table></div>
-<h3 id="trick-h">The trick</h3>
-<ol id="trick" class="played" aria-labelledby="trick-h"></ol>
-<h3 id="last-h">The last trick</h3>
-<ol id="last-trick" class="played" aria-labelledby="last-h"></ol>
-</section>
-<section aria-labelledby="hand-h"><h2 id="hand-h">Your hand</h2>
-<div id="hand" class="choices" role="group" aria-labelledby="hand-h"></div>
-<div id="bids" class="choices" role="group" aria-label="Your bid" hidden></div>
-<div id="suits" class="choices" role="group" aria-label="Choose the trump suit" hidden></div>
-<p class="note">Cards you may not play now are marked; their reason is in their
-title and is shown if you choose one.</p>
-</section>
-<section aria-labelledby="rounds-h"><h2 id="rounds-h">Finished rounds</h2>
-<div class="scroll"><table id="rounds" class="data compact"><thead></thead><tbody></tbody>
-</table></div></section>
 <section id="result" aria-labelledby="result-h" hidden><h2 id="result-h">Result</h2>
-<ol id="places"></ol>
+<p id="result-text" class="result-text"></p>
+<ol id="places" class="places"></ol>
 <p><a id="replay-link" href="replay.html">Replay the game</a> ·
 <a id="record-link" href="record.json">the record (JSON)</a></p>
 </section>
+<section id="table" aria-labelledby="table-h"><h2 id="table-h">The table</h2>
+<div id="board" class="play-board">
+{board}
+</div>
+<h3 id="tricks-h">Tricks of this round</h3>
+<ol id="tricks-log" class="tricks-log" aria-labelledby="tricks-h"></ol>
+<p class="note" id="hand-note">Your cards are buttons. Those you may not play now are
+marked; their reason is in their title and is shown if you choose one.</p>
+</section>
+<section id="rounds-section" aria-labelledby="rounds-h" hidden>
+<h2 id="rounds-h">{rounds}</h2>
+<div class="scroll"><table id="rounds" class="data compact"><thead></thead><tbody></tbody>
+</table></div></section>
 <noscript><p class="note">Playing needs JavaScript.</p></noscript>
 </main>
 </body>
@@ -436,11 +455,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebServer:
-    """The page's server, serving ``table`` from a thread until :meth:`close`."""
+    """The page's server, serving ``table`` and its ``page`` (:func:`play_page`) from a
+    thread until :meth:`close`."""
 
-    def __init__(self, table: WebTable, title: str, port: int = 0) -> None:
+    def __init__(self, table: WebTable, page: str, port: int = 0) -> None:
         self.table = table
-        self._server = _Server(table, play_page(title), port)
+        self._server = _Server(table, page, port)
         self.url = f"http://{HOST}:{self._server.server_address[1]}/{table.token}/"
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.2}, daemon=True,

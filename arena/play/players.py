@@ -6,13 +6,15 @@ connection), and a seat whose bot could not start (:class:`UnreachablePlayer`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import trio
 
 from arena.bots import Bot
 from arena.model.faults import Fault
 from arena.model.results import GameResult, RoundResult
 from arena.proc.connection import BotConnection
-from arena.rules import View
+from arena.rules import Decision, View
 from arena.wire.client import BotClient, CallFailed
 from arena.wire.serde import WireError
 
@@ -67,6 +69,9 @@ class UnreachablePlayer:
 _FAULTS_BY_CODE = {"DEADLINE_EXCEEDED": "timeout", "UNAVAILABLE": "crash"}
 """The fault a failed call is, by its status (any other status is a ``protocol`` fault)."""
 
+_CALL_OF = {Decision.BID: "Bid", Decision.PLAY: "Play", Decision.TRUMP: "ChooseTrump"}
+"""The protocol's call for each decision."""
+
 
 class RemotePlayer:
     """A seat played by a bot over gRPC (see :class:`~arena.proc.connection.BotConnection`).
@@ -99,7 +104,8 @@ class RemotePlayer:
             if kind == "timeout":
                 raise Fault(kind, f"no answer within {deadline_ms} ms") from None
             if kind == "crash":
-                raise Fault(*await conn.failure(e, process)) from None
+                call = _CALL_OF.get(view.decision) if view.decision else None
+                raise Fault(*await conn.failure(e, process, call or "Play")) from None
             raise Fault(kind, f"answered with status {e.code}: {e.details}".rstrip(": ")
                         ) from None
         except WireError as e:
@@ -112,26 +118,21 @@ class RemotePlayer:
         return action
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
-        """The RoundEnded notification, unless the bot declined it; :class:`CallFailed`
-        when it fails (the referee ignores that)."""
+        """The RoundEnded notification, unless the bot declined it; when it fails,
+        :class:`Fault` if the process died in it (saying how), else :class:`CallFailed`
+        (the referee ignores both)."""
         info = self.connection.info
         if info is not None and info.skip_round_ended:
             return
         client = await self._notified()
         if client is not None:
-            try:
-                await client.round_ended(result, deadline_ms / 1000)
-            finally:
-                self.connection.rest()
+            await self._notify("RoundEnded", client.round_ended(result, deadline_ms / 1000))
 
     async def game_ended(self, result: GameResult, deadline_ms: int) -> None:
-        """The GameEnded notification; :class:`CallFailed` when it fails."""
+        """The GameEnded notification; when it fails, as :meth:`round_ended`."""
         client = await self._notified()
         if client is not None:
-            try:
-                await client.game_ended(result, deadline_ms / 1000)
-            finally:
-                self.connection.rest()
+            await self._notify("GameEnded", client.game_ended(result, deadline_ms / 1000))
 
     async def _notified(self) -> BotClient | None:
         """The client for a notification, the bot woken for it (the caller puts it to rest
@@ -140,3 +141,17 @@ class RemotePlayer:
         if client is not None:
             self.connection.wake()
         return client
+
+    async def _notify(self, call: str, notification: Awaitable[None]) -> None:
+        conn = self.connection
+        process = conn.process
+        try:
+            await notification
+        except CallFailed as e:
+            if e.code == "UNAVAILABLE":
+                kind, detail = await conn.failure(e, process, call, restarting=False)
+                if process is not None and process.returncode is not None:
+                    raise Fault(kind, detail) from None
+            raise
+        finally:
+            conn.rest()

@@ -16,16 +16,12 @@ from arena.model.limits import Confinement
 from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
 from arena.proc.logs import LogFolder
-from arena.proc.process import BotProcess
+from arena.proc.process import EXIT_WAIT_S, BotProcess
 from arena.wire.channels import Channel, remote_channel, wait_serving
 from arena.wire.client import BotClient, CallFailed
 from arena.wire.serde import PROTOCOL_VERSION, WireError
 
 HELLO_TIMEOUT_S = 5.0
-
-
-EXIT_WAIT_S = 0.5
-"""How long a failed call waits for the bot process to have exited, to say so."""
 
 
 class HandshakeError(RuntimeError):
@@ -75,6 +71,11 @@ class BotConnection:
         self._dead = ""
         self._busy = 0
         self._core: int | None = None
+        self._reported: BotProcess | None = None
+        """The process whose end :meth:`ended` last reported."""
+        self.last_end = ""
+        """How the last process that ended by itself ended (:meth:`BotProcess.ended_text`),
+        for a report after the game (``arena check-bot``'s); "" while none has."""
 
     @property
     def log_path(self) -> Path | None:
@@ -120,9 +121,15 @@ class BotConnection:
         same name and version as the first."""
         if self._client is None:
             raise HandshakeError(f"bot {self.name}: not connected")
+        process = self._process
         try:
             info = await self._client.hello(__version__, HELLO_TIMEOUT_S)
         except CallFailed as e:
+            # a bot that died in its Hello leaves UNAVAILABLE: wait for its exit then only
+            ended = await self.ended(process, "Hello",
+                                     wait_s=EXIT_WAIT_S if e.code == "UNAVAILABLE" else 0)
+            if ended is not None:
+                raise HandshakeError(f"bot {self.name}: {ended}") from None
             if e.code == "UNAUTHENTICATED":
                 token = "our token" if self.spec.remote.token else "us (we sent no token)"
                 raise HandshakeError(f"bot {self.name}: refused {token}: UNAUTHENTICATED"
@@ -192,6 +199,9 @@ class BotConnection:
         # the start-up limit still bounds it.
         self.restarts += 1
         with trio.CancelScope(shield=True):
+            old = self._process
+            if old is not None and old is not self._reported and old.returncode is not None:
+                self.last_end = old.ended_text(None)  # unreported: it died between calls
             await self._end_process()
             try:
                 await self._connect()
@@ -203,21 +213,29 @@ class BotConnection:
             if not self._busy:
                 self._rest()
 
-    async def failure(self, error: CallFailed,
-                      process: BotProcess | None) -> tuple[str, str]:
-        """What a failed call means, as a fault (kind, detail): the exit of ``process``
-        (the one the call went to), a limit it hit, or the transport error."""
-        if process is not None:
-            # a dying process closes its socket a moment before it has exited
-            with trio.move_on_after(EXIT_WAIT_S):
-                while process.returncode is None:
-                    await trio.sleep(0.005)
-            if process.returncode is not None:
-                limit = process.limit_detail()
-                if limit is not None:
-                    return "resource", f"{limit}; the process was ended; restarting it"
-                return "crash", f"the bot process {process.exit_text()}; restarting it"
-        return "crash", f"connection failed: {error.details}"
+    async def ended(self, process: BotProcess | None, call: str, then: str = "",
+                    wait_s: float = EXIT_WAIT_S) -> str | None:
+        """After a failed ``call`` to ``process`` (the one the call went to): how the
+        process ended, in that call, with its log (:meth:`BotProcess.ended_text`, with
+        ``then``), or None when it has not ended within ``wait_s``. Every command's
+        report of a dead bot comes from here."""
+        if process is None or not await process.settle(wait_s):
+            return None
+        self._reported = process
+        self.last_end = process.ended_text(call)
+        return process.ended_text(call, then)
+
+    async def failure(self, error: CallFailed, process: BotProcess | None,
+                      call: str, restarting: bool = True) -> tuple[str, str]:
+        """What a failed ``call`` means, as a fault (kind, detail): the end of ``process``
+        (the one the call went to), ``resource`` where it hit a limit, or the transport
+        error. ``restarting``: the detail says the process is restarted (for its next
+        decision)."""
+        ended = await self.ended(process, call, "restarting it" if restarting else "")
+        if ended is None or process is None:
+            return "crash", f"connection failed: {error.details}"
+        return ("crash" if process.limit_detail() is None else "resource",
+                f"the bot process {ended}")
 
     # -- stopping the bot between its calls -----------------------------------------
 

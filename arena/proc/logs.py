@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import subprocess
+import threading
 from pathlib import Path
 from typing import cast
 
@@ -34,11 +36,10 @@ def open_new_log(path: Path) -> tuple[int, Path]:
     return open_new_file(path), path
 
 
-def drain_to_log(proc: subprocess.Popen[bytes], log_fd: int) -> None:
+def drain_to_log(proc: subprocess.Popen[bytes], log_fd: int) -> threading.Thread:
     """Copy the process's stderr to the open file ``log_fd`` (closed at the end) on a
-    daemon thread, up to the cap."""
-    import threading
-
+    daemon thread, up to the cap; the thread (it ends when the last writer of that
+    stderr has gone, after the last byte is in the file)."""
     stream = cast(io.BufferedReader, proc.stderr)
 
     def pump() -> None:
@@ -58,7 +59,51 @@ def drain_to_log(proc: subprocess.Popen[bytes], log_fd: int) -> None:
                     if written >= LOG_CAP_BYTES:
                         log.write(b"\n[log cut off at the size limit]\n")
 
-    threading.Thread(target=pump, name=f"bot-log-{proc.pid}", daemon=True).start()
+    thread = threading.Thread(target=pump, name=f"bot-log-{proc.pid}", daemon=True)
+    thread.start()
+    return thread
+
+
+TAIL_LINES = 3
+"""How many of a log's last lines a crash report quotes."""
+
+TAIL_CHARS = 120
+"""The longest quote of a log's last lines in a crash report (its end is kept)."""
+
+_ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-_])")
+"""A terminal escape sequence (CSI, OSC or a two-character one), removed whole."""
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES, limit: int = TAIL_CHARS) -> str | None:
+    """The last non-blank ``lines`` of the log at ``path`` on one line, joined by `` | ``,
+    with escape sequences and every other control character removed, and cut at the
+    front to ``limit`` characters (``…`` first): the end of a log is where a crash says
+    why. ``""`` for an empty log, None for one that cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 8192))
+            data = f.read()
+    except OSError:
+        return None
+    text = _ESCAPE.sub("", data.decode("utf-8", "replace"))
+    kept = []
+    for line in text.splitlines():
+        line = "".join(c for c in line.replace("\t", " ") if c.isprintable()).strip()
+        if line:
+            kept.append(line)
+    tail = " | ".join(kept[-lines:])
+    return tail if len(tail) <= limit else "…" + tail[-(limit - 1):]
+
+
+def log_text(path: Path) -> str:
+    """A log named for a crash report: ``log PATH: "its last lines"`` (see
+    :func:`log_tail`), ``log PATH (empty)``, or ``log PATH`` when it cannot be read."""
+    tail = log_tail(path)
+    if tail is None:
+        return f"log {path}"
+    if not tail:
+        return f"log {path} (empty)"
+    return f'log {path}: "{tail}"'
 
 
 def log_stem(name: str) -> str:

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,8 +27,20 @@ from arena.model.limits import Confinement
 from arena.model.spec import command_args
 from arena.proc.bwrap import bwrap_args, idle_start_possible, spawn_wrapper
 from arena.proc.cgroup import Cgroup, limit_mechanism
-from arena.proc.logs import drain_to_log, open_new_log
+from arena.proc.logs import drain_to_log, log_text, open_new_log
 from arena.wire.channels import Channel, new_channel, wait_serving
+
+CALLS = {"Hello": "during the hand-shake", "Bid": "during a Bid", "Play": "during a Play",
+         "ChooseTrump": "during a ChooseTrump", "RoundEnded": "during a RoundEnded",
+         "GameEnded": "during a GameEnded"}
+"""The calls of the protocol, and how a crash report says a process ended in one."""
+
+STARTING = "start-up"
+"""The "call" of a process that ended before it served (:meth:`BotProcess.ended_text`)."""
+
+EXIT_WAIT_S = 0.5
+"""How long a failed call waits for the bot process to have exited (and its last words
+to be in its log), to say how it ended."""
 
 _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
 """Variables of the arena's environment a bot it starts does not inherit: that bot serves
@@ -62,6 +75,7 @@ class BotProcess:
         self._cgroup: Cgroup | None = None
         self._deadline = 0.0
         self._exit_code: int | None = None
+        self._drain: threading.Thread | None = None
         self.target = ""
 
     @property
@@ -130,7 +144,7 @@ class BotProcess:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
-        drain_to_log(self._proc, log_fd)
+        self._drain = drain_to_log(self._proc, log_fd)
         self._deadline = time.monotonic() + self.startup_s
 
     async def ready(self) -> Channel:
@@ -145,8 +159,8 @@ class BotProcess:
                 if starting is not None and self.idle:
                     starting.idle_priority(self.confinement.sandbox)
                 if self.returncode is not None:
-                    raise BotStartError(f"bot {self.name}: {self.exit_text()} before "
-                                        f"serving; see {self.log_path}")
+                    await self.settle()
+                    raise BotStartError(f"bot {self.name}: {self.ended_text(STARTING)}")
                 if time.monotonic() > self._deadline:
                     raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g}"
                                         f" s (does it listen on $ARENA_BOT_LISTEN?); "
@@ -155,6 +169,12 @@ class BotProcess:
             channel = new_channel(self.target)
             try:
                 await wait_serving(channel, self._deadline, self.name, self._ended_before_serving)
+            except BotStartError:
+                channel.close()
+                if self.returncode is None:
+                    raise
+                await self.settle()  # it ended: say how, with its log's last words
+                raise BotStartError(f"bot {self.name}: {self.ended_text(STARTING)}") from None
             except BaseException:
                 channel.close()
                 raise
@@ -169,7 +189,7 @@ class BotProcess:
     def _ended_before_serving(self) -> str | None:
         if self.returncode is None:
             return None
-        return f"{self.exit_text()} before serving; see {self.log_path}"
+        return self.exit_text()
 
     def hurry(self) -> None:
         """Stop starting at idle priority: a game now waits for this process."""
@@ -218,9 +238,7 @@ class BotProcess:
             hit = self._cgroup.limit_hit()
             if hit is not None:
                 return hit
-        code = self.returncode
-        signo = -code if code is not None and code < 0 else (
-            code - 128 if code is not None and code > 128 else 0)
+        signo = self._signal()
         if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s and
                                        (self.cpu_ns() or 0) >= limits.cpu_s * 10**9):
             return f"CPU time limit {limits.cpu_s} s reached"
@@ -228,19 +246,61 @@ class BotProcess:
             return f"file size limit {limits.file_mb} MiB reached"
         return None
 
+    def _signal(self) -> int | None:
+        """The signal that ended the process, or None (running, or it exited)."""
+        code = self.returncode
+        if code is None:
+            return None
+        if code < 0:
+            return -code
+        if code > 128 and self.confinement.sandbox:  # bubblewrap reports a signal so
+            return code - 128
+        return None
+
     def exit_text(self) -> str:
-        """How the process ended, for fault details: ``exited with code 3``."""
+        """How the process ended, for fault details: ``exited with code 3``, ``was killed
+        by SIGSEGV (signal 11)``, or the limit it hit: ``was killed: memory limit 1024
+        MiB reached`` (a limit that does not kill, such as the process limit, follows
+        how it ended: ``exited with code 1: process limit 128 reached ...``)."""
         code = self.returncode
         if code is None:
             return "still running"
+        signo = self._signal()
+        ended = (f"exited with code {code}" if signo is None else
+                 f"was killed by {_signal_name(signo)}")
         limit = self.limit_detail()
-        if limit is not None:
-            return limit
-        if code < 0:
-            return f"was killed by {_signal_name(-code)}"
-        if code > 128 and self.confinement.sandbox:  # bubblewrap reports a signal so
-            return f"was killed by {_signal_name(code - 128)}"
-        return f"exited with code {code}"
+        if limit is None:
+            return ended
+        if signo in (signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ):
+            return f"was killed: {limit}"  # by the kernel, for the limit
+        return f"{ended}: {limit}"
+
+    def ended_text(self, call: str | None, then: str = "") -> str:
+        """The one line that says a process has ended, for every command's error or
+        fault detail: how (:meth:`exit_text`), in which call (a key of :data:`CALLS`, or
+        :data:`STARTING`: before it served; None: between calls), ``then`` (what the arena
+        does about it, if given), and its log with the log's last lines, e.g. ``exited
+        with code 3 during a Play; log logs/mybot.log: "ZeroDivisionError: division by
+        zero"``. Call :meth:`settle` first, so that its last words are in its log."""
+        if call == STARTING:
+            during = " before serving"
+        elif call is None:
+            during = " between calls"
+        else:
+            during = " " + CALLS.get(call, f"during a {call}")
+        then = f"; {then}" if then else ""
+        return f"{self.exit_text()}{during}{then}; {log_text(self.log_path)}"
+
+    async def settle(self, wait_s: float = EXIT_WAIT_S) -> bool:
+        """Wait up to ``wait_s`` for the process to have exited and all it wrote to its
+        stderr to be in its log; whether it has exited. (A dying process closes its
+        socket a moment before it has exited, and its log is written by a thread.)"""
+        with trio.move_on_after(wait_s):
+            while self.returncode is None:
+                await trio.sleep(0.005)
+            while self._drain is not None and self._drain.is_alive():
+                await trio.sleep(0.005)
+        return self.returncode is not None
 
     # -- ending it --------------------------------------------------------------------
 
@@ -361,7 +421,8 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
 
 
 def _signal_name(signo: int) -> str:
+    """``SIGSEGV (signal 11)``, or ``signal 40`` for a number without a name."""
     try:
-        return signal.Signals(signo).name
+        return f"{signal.Signals(signo).name} (signal {signo})"
     except ValueError:
         return f"signal {signo}"

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -167,16 +168,28 @@ def _write(path: Path, text: str) -> None:
         f.write(text)
 
 
+def published_at() -> float:
+    """The time a site is published: ``SOURCE_DATE_EPOCH`` where it is set (the
+    reproducible-builds convention: the same store and epoch give the same site), else
+    now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    return float(epoch) if epoch.isdigit() else time.time()
+
+
 class Site:
     """The site being built in ``dir``: game pages as the games stream past, the rest at
     the end."""
 
     def __init__(self, folder: Path, meta: Mapping[str, str], slugs: Slugs,
-                 total: int) -> None:
+                 total: int, published: float | None = None) -> None:
         self.dir = folder
         self.meta = meta
         self.slugs = slugs
         self.total = total
+        self.published = published_at() if published is None else published
+        """When the site is published (Unix seconds): now, or ``SOURCE_DATE_EPOCH``."""
+        self.played: tuple[float, float] | None = None
+        """When the first stored game started and the last one ended (None: no games)."""
         self.name = meta.get("name") or "Tournament"
         self.rows: list[GameRow] = []
         self.faults: dict[str, list[FaultRow]] = {}
@@ -201,6 +214,8 @@ class Site:
 
     def _add(self, game: StoredGame) -> None:
         record = game.record
+        first, last = self.played or (game.started_at, game.ended_at)
+        self.played = (min(first, game.started_at), max(last, game.ended_at))
         faults = record.get("faults") or []
         for name in game.bots:
             self.slugs.add(name)

@@ -25,6 +25,11 @@ CHAR_W = 7.0
 """Approximate width of one character of the 12 px sans-serif font, for layout."""
 WIDTH = 960.0
 """The natural width of the wide charts (the page scales them down to fit)."""
+COMPACT_WIDTH = 360.0
+"""The natural width of a chart's compact variant, drawn for phones (a narrow screen
+shows it instead of the wide one, scaled to fit, so its text stays about 12 px)."""
+COMPACT_NAME = 14
+"""Names are cut to this many characters in a compact chart."""
 MAX_POINTS = 400
 """A line is thinned to at most this many points (the chart is ~600 px wide)."""
 
@@ -97,9 +102,10 @@ def _tick_label(value: float, step: float) -> str:
     return f"{value:.{decimals}f}".replace("-", "−")
 
 
-def _open(chart_id: str, width: float, height: float, title: str, desc: str) -> list[str]:
+def _open(chart_id: str, width: float, height: float, title: str, desc: str,
+          compact: bool = False) -> list[str]:
     return [
-        f'<svg id="{escape(chart_id)}" class="chart" '
+        f'<svg id="{escape(chart_id)}" class="{"chart-compact" if compact else "chart"}" '
         f'viewBox="0 0 {_f(width)} {_f(height)}" width="{_f(width)}" height="{_f(height)}" '
         f'role="img" aria-labelledby="{escape(chart_id)}-title {escape(chart_id)}-desc" '
         f'font-family="system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, '
@@ -162,22 +168,24 @@ class Scale:
 
 def ratings_chart(rows: Sequence[Interval], chart_id: str, title: str, desc: str,
                   axis: str = "Elo (Bradley-Terry), 95% interval", centre: float = 1500.0,
-                  ) -> str:
+                  compact: bool = False) -> str:
     """A dot per row at its value with a whisker over its interval, one row per entry,
     best first; a dashed line at ``centre`` (the pool average). Provisional rows get a
-    hollow dot."""
+    hollow dot. ``compact``: the phone variant (:data:`COMPACT_WIDTH` wide)."""
     row_h = 24
-    label_w = max([_text_width(f"{len(rows)}. {short(r.name)}") for r in rows] + [40]) + 16
-    width = max(WIDTH, label_w + 420)
-    top, left, right = 12, label_w, width - 24
+    limit = COMPACT_NAME if compact else 22
+    label_w = max([_text_width(f"{len(rows)}. {short(r.name, limit)}") for r in rows]
+                  + [40]) + 16
+    width = max(COMPACT_WIDTH, label_w + 200) if compact else max(WIDTH, label_w + 420)
+    top, left, right = 12, label_w, width - (14 if compact else 24)
     bottom = top + row_h * max(1, len(rows))
     height = bottom + 48
     lo = min([r.low for r in rows] + [centre])
     hi = max([r.high for r in rows] + [centre])
     pad = max(10.0, (hi - lo) * 0.04)
-    ticks = nice_ticks(lo - pad, hi + pad, 6)
+    ticks = nice_ticks(lo - pad, hi + pad, 3 if compact else 6)
     x = Scale(ticks[0], ticks[-1], left, right)
-    parts = _open(chart_id, width, height, title, desc)
+    parts = _open(chart_id, width, height, title, desc, compact)
     _x_axis(parts, ticks, x, top, bottom, axis)
     parts.append(f'<line x1="{_f(x(centre))}" y1="{top}" x2="{_f(x(centre))}" '
                  f'y2="{_f(bottom)}" stroke="{MUTED}" stroke-dasharray="4 3"/>')
@@ -191,7 +199,7 @@ def ratings_chart(rows: Sequence[Interval], chart_id: str, title: str, desc: str
             parts.append(f'<rect x="0" y="{_f(cy - row_h / 2)}" width="{_f(right)}" '
                          f'height="{row_h}" fill="#f6f7f9"/>')
         parts.append(f'<text x="{_f(left - 10)}" y="{_f(cy + 4)}" text-anchor="end" '
-                     f'fill="{INK}">{i + 1}. {escape(short(r.name))}</text>')
+                     f'fill="{INK}">{i + 1}. {escape(short(r.name, limit))}</text>')
         x0, x1 = x(r.low), x(r.high)
         parts.append(f'<path d="M{_f(x0)} {_f(cy)}H{_f(x1)}M{_f(x0)} {_f(cy - 5)}V{_f(cy + 5)}'
                      f'M{_f(x1)} {_f(cy - 5)}V{_f(cy + 5)}" stroke="{c}" stroke-width="2" '
@@ -215,16 +223,27 @@ def _thin(xs: Sequence[float], ys: Sequence[float | None]) -> list[tuple[float, 
 def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
                x_label: str, y_label: str, y_range: tuple[float, float] | None = None,
                y_suffix: str = "", reference: float | None = None, markers: bool = False,
-               x_integer: bool = True, legend: bool = True, width: float = WIDTH) -> str:
+               x_integer: bool = True, legend: bool = True, width: float = WIDTH,
+               compact: bool = False) -> str:
     """One coloured line per series with a legend on the right (unless ``legend`` is
     false). ``None`` values leave a gap. ``reference`` draws a dashed horizontal line
-    (e.g. the starting Elo)."""
-    label_w = max([_text_width(short(s.name)) for s in series] + [40]) if legend else -30.0
-    width = max(width, 420 + label_w + 40)
-    left, top = 64.0, 12.0
-    right = width - label_w - 44
-    bottom = max(260.0, top + 20 * len(series) + 10)
-    height = bottom + 48
+    (e.g. the starting Elo). ``compact``: the phone variant, :data:`COMPACT_WIDTH` wide,
+    its legend under the plot in two columns."""
+    limit = COMPACT_NAME if compact else 22
+    if compact:
+        width, label_w = COMPACT_WIDTH, -30.0
+        left, top = 52.0, 12.0
+        right = width - 14
+        bottom = 190.0
+        legend_rows = (len(series) + 1) // 2 if legend else 0
+        height = bottom + 48 + 18 * legend_rows
+    else:
+        label_w = max([_text_width(short(s.name)) for s in series] + [40]) if legend else -30.0
+        width = max(width, 420 + label_w + 40)
+        left, top = 64.0, 12.0
+        right = width - label_w - 44
+        bottom = max(260.0, top + 20 * len(series) + 10)
+        height = bottom + 48
     points = [[(x, y) for x, y in zip(s.xs or range(1, len(s.values) + 1), s.values,
                                          strict=True)] for s in series]
     all_x = [x for pts in points for x, _ in pts]
@@ -236,15 +255,15 @@ def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
         y_lo, y_hi = y_range
     else:
         y_lo, y_hi = (min(all_y), max(all_y)) if all_y else (0.0, 1.0)
-    x_ticks = nice_ticks(x_lo, x_hi, 8)
+    x_ticks = nice_ticks(x_lo, x_hi, 4 if compact else 8)
     if x_integer:
         x_ticks = [t for t in x_ticks if t == int(t)] or x_ticks
         if len(x_ticks) < 2:
             x_ticks = [x_lo, x_lo + 1]
-    y_ticks = nice_ticks(y_lo, y_hi, 5)
+    y_ticks = nice_ticks(y_lo, y_hi, 4 if compact else 5)
     x = Scale(x_ticks[0], x_ticks[-1], left, right)
     y = Scale(y_ticks[0], y_ticks[-1], bottom, top)
-    parts = _open(chart_id, width, height, title, desc)
+    parts = _open(chart_id, width, height, title, desc, compact)
     _y_axis(parts, y_ticks, y, left, right, y_label, y_suffix)
     _x_axis(parts, x_ticks, x, top, bottom, x_label, grid=False)
     if reference is not None:
@@ -274,10 +293,14 @@ def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
         parts.append("</g>")
         if not legend:
             continue
-        ly = top + 10 + 20 * i
-        parts.append(f'<rect x="{_f(right + 16)}" y="{_f(ly - 5)}" width="14" height="4" '
-                     f'rx="1" fill="{c}"/><text x="{_f(right + 36)}" y="{_f(ly + 1)}" '
-                     f'fill="{INK}">{escape(short(s.name))}</text>')
+        if compact:  # under the axis label, two to a row
+            lx = 8 + (width - 16) / 2 * (i % 2)
+            ly = bottom + 58 + 18 * (i // 2)
+        else:
+            lx, ly = right + 16, top + 10 + 20 * i
+        parts.append(f'<rect x="{_f(lx)}" y="{_f(ly - 5)}" width="14" height="4" '
+                     f'rx="1" fill="{c}"/><text x="{_f(lx + 20)}" y="{_f(ly + 1)}" '
+                     f'fill="{INK}">{escape(short(s.name, limit))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -300,18 +323,26 @@ def score_colour(score: float) -> str:
 
 
 def heat_map(names: Sequence[str], scores: Mapping[tuple[str, str], float], chart_id: str,
-             title: str, desc: str) -> str:
+             title: str, desc: str, compact: bool = False) -> str:
     """A square of cells: row bot's score against the column bot, 0..100%. Rows are
-    labelled with rank and name, columns with the rank (names would not fit)."""
+    labelled with rank and name, columns with the rank (names would not fit).
+    ``compact``: the phone variant, about :data:`COMPACT_WIDTH` wide, its colour scale
+    under the square."""
     n = max(1, len(names))
-    cell = max(18.0, min(44.0, 560 / n))
-    label_w = max([_text_width(f"{i + 1}. {short(s)}") for i, s in enumerate(names)]
+    limit = COMPACT_NAME if compact else 22
+    label_w = max([_text_width(f"{i + 1}. {short(s, limit)}") for i, s in enumerate(names)]
                   + [40]) + 14
+    cell = (max(18.0, min(36.0, (COMPACT_WIDTH - label_w - 12) / n)) if compact
+            else max(18.0, min(44.0, 560 / n)))
     left, top = label_w, 40.0
     size = cell * n
-    width = max(left + size + 150, 420.0)
-    height = top + size + 30
-    parts = _open(chart_id, width, height, title, desc)
+    if compact:
+        width = max(left + size + 12, COMPACT_WIDTH)
+        height = top + size + 56
+    else:
+        width = max(left + size + 150, 420.0)
+        height = top + size + 30
+    parts = _open(chart_id, width, height, title, desc, compact)
     small = cell < 30
     parts.append(f'<text x="{_f(left + size / 2)}" y="14" text-anchor="middle" '
                  f'fill="{INK}">opponent (rank)</text>')
@@ -321,7 +352,7 @@ def heat_map(names: Sequence[str], scores: Mapping[tuple[str, str], float], char
     for i, a in enumerate(names):
         y0 = top + cell * i
         parts.append(f'<text x="{_f(left - 8)}" y="{_f(y0 + cell / 2 + 4)}" text-anchor="end" '
-                     f'fill="{INK}">{i + 1}. {escape(short(a))}</text>')
+                     f'fill="{INK}">{i + 1}. {escape(short(a, limit))}</text>')
         for j, b in enumerate(names):
             x0 = left + cell * j
             if a == b:
@@ -347,8 +378,23 @@ def heat_map(names: Sequence[str], scores: Mapping[tuple[str, str], float], char
                     f'fill="{"#fff" if dark else INK}">{100 * score:.0f}</text>')
             parts.append("</g>")
     # legend: a colour ramp 0..100%
-    lx, ly, lw = left + size + 30, top, 14.0
     steps = 10
+    if compact:  # across, under the square: lost all on the left, won all on the right
+        ly, lh = top + size + 12, 12.0
+        step_w = size / steps
+        for k in range(steps):
+            parts.append(f'<rect x="{_f(left + k * step_w)}" y="{_f(ly)}" '
+                         f'width="{_f(step_w)}" height="{_f(lh)}" '
+                         f'fill="{score_colour((k + 0.5) / steps)}"/>')
+        parts.append(f'<rect x="{_f(left)}" y="{_f(ly)}" width="{_f(size)}" '
+                     f'height="{_f(lh)}" fill="none" stroke="#ccc"/>')
+        for frac, anchor, text in ((0.0, "start", "0%"), (0.5, "middle", "50%"),
+                                   (1.0, "end", "100% won")):
+            parts.append(f'<text x="{_f(left + size * frac)}" y="{_f(ly + lh + 14)}" '
+                         f'text-anchor="{anchor}" fill="{MUTED}">{text}</text>')
+        parts.append("</svg>")
+        return "".join(parts)
+    lx, ly, lw = left + size + 30, top, 14.0
     for k in range(steps):
         s = 1 - (k + 0.5) / steps
         parts.append(f'<rect x="{_f(lx)}" y="{_f(ly + k * 16)}" width="{_f(lw)}" height="16" '

@@ -18,7 +18,10 @@ from arena.publish.markup import (
 
 
 def _figure(svg: str, caption: str, data: str) -> str:
-    return f"<figure>{svg}<figcaption>{caption}</figcaption></figure>\n{data}"
+    """A chart (its wide and compact variants) with its caption, and its numbers in a
+    table that scrolls in its own box where it is wider than the page."""
+    return (f"<figure>{svg}<figcaption>{caption}</figcaption></figure>\n"
+            f'<div class="scroll">{data}</div>')
 
 
 def charts_section(lb: Mapping[str, Any]) -> str:
@@ -39,11 +42,12 @@ def charts_section(lb: Mapping[str, Any]) -> str:
 def ratings_figure(bots: Sequence[Mapping[str, Any]]) -> str:
     rows = [charts.Interval(b["name"], b["elo"], b["elo_low"], b["elo_high"], b["provisional"])
             for b in bots if b["elo"] is not None]
-    svg = charts.ratings_chart(
-        rows, "chart-ratings", "Ratings with 95% intervals",
-        "Each bot's Bradley-Terry rating (dot) and its 95% bootstrap interval (whisker), "
-        "best first; the dashed line is the pool average, 1500. Hollow dots are "
-        "provisional.")
+    words = ("Ratings with 95% intervals",
+             "Each bot's Bradley-Terry rating (dot) and its 95% bootstrap interval (whisker), "
+             "best first; the dashed line is the pool average, 1500. Hollow dots are "
+             "provisional.")
+    svg = (charts.ratings_chart(rows, "chart-ratings", *words)
+           + charts.ratings_chart(rows, "chart-ratings-compact", *words, compact=True))
     data = table(["Bot", "Elo", "Low", "High", "Provisional"], (
         f'<tr>{name_cell(b["name"])}{num_cell(b["elo"])}{num_cell(b["elo_low"])}'
         f'{num_cell(b["elo_high"])}<td>{"yes" if b["provisional"] else "no"}</td></tr>'
@@ -60,10 +64,12 @@ def history_figure(bots: Sequence[Mapping[str, Any]],
         values = list(history.get(b["name"], []))
         series.append(charts.Series(b["name"], [1500.0, *values],
                                     list(range(len(values) + 1))))
-    svg = charts.line_chart(
-        series, "chart-history", "Classic incremental Elo over the games",
-        "Each bot's classic incremental Elo after each game it played, starting at 1500.",
-        "games played by the bot", "classic Elo", reference=1500.0)
+    words = ("Classic incremental Elo over the games",
+             "Each bot's classic incremental Elo after each game it played, starting at 1500.",
+             "games played by the bot", "classic Elo")
+    svg = (charts.line_chart(series, "chart-history", *words, reference=1500.0)
+           + charts.line_chart(series, "chart-history-compact", *words, reference=1500.0,
+                               compact=True))
     rows = []
     for b in bots:
         seen = history.get(b["name"], [])
@@ -83,10 +89,12 @@ def h2h_figure(bots: Sequence[Mapping[str, Any]],
                pairs: Sequence[Mapping[str, Any]]) -> str:
     names = [b["name"] for b in bots]
     score = {(p["a"], p["b"]): p for p in pairs}
-    svg = charts.heat_map(
-        names, {k: v["score"] for k, v in score.items()}, "chart-h2h", "Head to head",
-        "The row bot's score against the column bot: wins plus half the draws over the "
-        "games they shared, in percent. Blue: the row bot did better; red: worse.")
+    shares = {k: v["score"] for k, v in score.items()}
+    words = ("Head to head",
+             "The row bot's score against the column bot: wins plus half the draws over the "
+             "games they shared, in percent. Blue: the row bot did better; red: worse.")
+    svg = (charts.heat_map(names, shares, "chart-h2h", *words)
+           + charts.heat_map(names, shares, "chart-h2h-compact", *words, compact=True))
     head = ["Bot"] + [f'<th scope="col" title="{esc(n)}">{i + 1}</th>'
                       for i, n in enumerate(names)]
     rows = []
@@ -114,11 +122,13 @@ def bids_figure(bots: Sequence[Mapping[str, Any]]) -> str:
     hands = sorted({int(h) for acc in by_hand.values() for h in acc})
     series = [charts.Series(name, [None if acc.get(str(h)) is None else 100 * acc[str(h)]
                                    for h in hands], hands) for name, acc in by_hand.items()]
-    svg = charts.line_chart(
-        series, "chart-bids", "Bid accuracy by hand size",
-        "For each bot, the share of rounds in which its bid was exact, by the number of "
-        "cards in hand (the round number).", "cards in hand", "exact bids",
-        y_range=(0, 100), y_suffix="%", markers=True)
+    words = ("Bid accuracy by hand size",
+             "For each bot, the share of rounds in which its bid was exact, by the number of "
+             "cards in hand (the round number).", "cards in hand", "exact bids")
+    svg = (charts.line_chart(series, "chart-bids", *words, y_range=(0, 100), y_suffix="%",
+                             markers=True)
+           + charts.line_chart(series, "chart-bids-compact", *words, y_range=(0, 100),
+                               y_suffix="%", markers=True, compact=True))
     rows = []
     for name, acc in by_hand.items():
         cells = "".join(num_cell(acc.get(str(h)), pct(acc.get(str(h)), 2)) for h in hands)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -105,10 +106,31 @@ def json_text(value: Any) -> str:
     return "–" if value is None else str(value)
 
 
+def when(timestamp: float, day: bool = True) -> str:
+    """A moment (Unix seconds) for people, in UTC: ``<time datetime="2026-12-01T23:51:07Z">
+    2026-12-01 23:51 UTC</time>`` (without ``day``: the time of day only)."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    shown = moment.strftime("%Y-%m-%d %H:%M UTC" if day else "%H:%M UTC")
+    return f'<time datetime="{moment.strftime("%Y-%m-%dT%H:%M:%SZ")}">{shown}</time>'
+
+
+def when_range(first: float, last: float) -> str:
+    """From ``first`` to ``last`` (Unix seconds), the date said once if it is one day."""
+    same_day = (datetime.fromtimestamp(first, UTC).date()
+                == datetime.fromtimestamp(last, UTC).date())
+    if same_day:
+        start = datetime.fromtimestamp(first, UTC)
+        return (f'<time datetime="{start.strftime("%Y-%m-%dT%H:%M:%SZ")}">'
+                f'{start.strftime("%Y-%m-%d %H:%M")}</time> to {when(last, day=False)}')
+    return f"{when(first).replace(' UTC</time>', '</time>')} to {when(last)}"
+
+
 def page(title: str, root: str, body: str, current: str = "", site_name: str = "",
-         scripts: Sequence[str] = ("site.js",), description: str = "") -> str:
+         scripts: Sequence[str] = ("site.js",), description: str = "",
+         published: float | None = None) -> str:
     """A whole HTML page: head, the site header with its nav, ``body`` in ``<main>``, the
-    footer and the scripts (deferred, from ``assets/``)."""
+    footer (with the time of publication, if given) and the scripts (deferred, from
+    ``assets/``)."""
     here = ' aria-current="page"'
     nav = "".join(f'<a href="{root}{href}"{here if href == current else ""}>{label}</a>'
                   for href, label in NAV)
@@ -128,7 +150,8 @@ def page(title: str, root: str, body: str, current: str = "", site_name: str = "
         f"{esc(site_name or 'trick-arena')}</a>"
         f'<nav aria-label="Site">{nav}</nav></div></header>\n'
         f'<main class="wrap">\n{body}\n</main>\n'
-        f'<footer class="wrap">Published by trick-arena {esc(__version__)} · '
+        f'<footer class="wrap">Published by trick-arena {esc(__version__)}'
+        + (f" on {when(published)}" if published is not None else "") + " · "
         f'<a href="{root}data/leaderboard.json">leaderboard.json</a> · '
         f'<a href="{root}data/games.jsonl">games.jsonl</a></footer>\n'
         "</body>\n</html>\n")

@@ -24,6 +24,8 @@ from arena.publish.markup import (
     page,
     pct,
     table,
+    when,
+    when_range,
 )
 from arena.publish.replay import replay_section, script_json
 from arena.report.board import (
@@ -31,6 +33,7 @@ from arena.report.board import (
     INSECURE_NOTE,
     ISOLATION_MODES,
     UNSANDBOXED_NOTE,
+    bot_kind,
 )
 from arena.report.format import ms, option_value, options_text, times_text
 from arena.report.text import isolation_line
@@ -48,6 +51,10 @@ class SiteContext(Protocol):
     name: str
     rows: list[GameRow]
     faults: dict[str, list[FaultRow]]
+    published: float
+    """When the site is published (Unix seconds)."""
+    played: tuple[float, float] | None
+    """When the first game started and the last ended (Unix seconds; None: no games)."""
 
 PROVISIONAL_TITLE = ("provisional: fewer than 20 games, or a 95% interval wider than "
                      "±100 Elo")
@@ -59,6 +66,10 @@ UNSANDBOXED_TITLE = f"no sandbox: {UNSANDBOXED_NOTE}"
 UNSANDBOXED_MARK = (f'<span class="unsandboxed" title="{esc(UNSANDBOXED_TITLE)}">'
                     "no sandbox</span>")
 """The mark after the name of a bot that ran without the sandbox."""
+
+
+BUILTIN_SANDBOX = "built-in: the arena's own code, played inside the arena (no process of its own)"
+"""What a built-in bot's page says where a bot process's says whether it was sandboxed."""
 
 
 INSECURE_MARK = (f'<span class="insecure" title="{esc("insecure: " + INSECURE_NOTE)}">'
@@ -108,8 +119,9 @@ _COLUMNS = (
     ("mean_place", "Place", "asc", "Mean final place, 1 best"),
     ("bid_accuracy", "Bids", "desc", "Share of rounds in which the bid was exact"),
     ("faults", "Faults", "desc", "Faults (forfeited games in brackets)"),
-    ("latency", "ms p50/p95", "asc", "Answer times in milliseconds: median / 95th percentile"),
-    ("cpu", "CPU p50/p95 ms", "asc",
+    ("latency", "Answer ms", "asc",
+     "Answer times in milliseconds: median / 95th percentile"),
+    ("cpu", "CPU ms", "asc",
      "The bot process's CPU time per decision in milliseconds: median / 95th percentile "
      "(– where it was not measured)"),
 )
@@ -153,7 +165,7 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
         f'title="95% interval {num(b["elo_low"], 1)} to {num(b["elo_high"], 1)}">'
         f'<span class="value">{num(b["elo"])}</span>'
         f'<span class="pm">±{num(half)}</span>'
-        f'{charts.error_bar(b["elo"], b["elo_low"], b["elo_high"], lo, hi)}</td>',
+        f'{charts.error_bar(b["elo"], b["elo_low"], b["elo_high"], lo, hi, width=64)}</td>',
         f'<td data-col="p_above_next" class="num"{data_value(b["p_above_next"])}>'
         f'{pct(b["p_above_next"])}</td>',
         f'<td data-col="games" class="num"{data_value(b["games"])}>{b["games"]}</td>',
@@ -177,6 +189,7 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
                                         ("is-insecure", insecure)) if on)
     cls = f' class="{classes}"' if classes else ""
     return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"]}" '
+            f'data-kind="{esc(b.get("kind") or "")}" '
             f'data-sandboxed="{"true" if sandboxed else "false"}" '
             f'data-insecure="{"true" if insecure else "false"}"{cls}>'
             + "".join(cells) + "</tr>")
@@ -224,6 +237,14 @@ def _summary_line(lb: Mapping[str, Any], games: int) -> str:
     return " · ".join(esc(p) for p in parts)
 
 
+def _dates(site: SiteContext) -> str:
+    """When the games were played (the first started, the last ended) and when the site
+    was published, in UTC."""
+    played = (f"Games played {when_range(*site.played)}" if site.played is not None
+              else "No games played yet")
+    return f"{played} · published {when(site.published)}"
+
+
 def index_page(lb: Mapping[str, Any], site: SiteContext) -> str:
     bots = lb["bots"]
     lo, hi = _elo_bounds(bots)
@@ -234,10 +255,13 @@ def index_page(lb: Mapping[str, Any], site: SiteContext) -> str:
     body = [
         f"<h1>{esc(site.name)}</h1>",
         f'<p class="lede">{_summary_line(lb, lb["games"])}</p>',
+        f'<p class="lede" id="dates">{_dates(site)}</p>',
         '<section aria-labelledby="ranking-h"><h2 id="ranking-h">Ranking</h2>',
-        '<div class="scroll">',
+        '<div class="scroll" id="leaderboard-box">',
         table(head, rows, ' id="leaderboard" class="data sortable"'),
         "</div>",
+        '<p class="scroll-hint" id="leaderboard-more" hidden>More columns to the right: '
+        "scroll the table sideways →</p>",
         f'<p class="note">Elo: the Bradley-Terry rating on the Elo scale (the pool averages '
         f"1500); the bar and ± show its {level}% bootstrap interval over duplicate sets "
         f'({esc(rating.get("resamples", ""))} resamples). '
@@ -257,7 +281,7 @@ def index_page(lb: Mapping[str, Any], site: SiteContext) -> str:
         charts_section(lb),
     ]
     return page(f"{site.name}: leaderboard", "", "\n".join(body), "index.html", site.name,
-                description=f"Leaderboard of {site.name}")
+                description=f"Leaderboard of {site.name}", published=site.published)
 
 
 def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, author: str) -> str:
@@ -287,7 +311,8 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         ("Forfeited games", str(b["forfeits"])),
         ("Answer time", times_text(latency, "–")),
         ("CPU time per decision", times_text(b.get("cpu_ms"), "not measured")),
-        ("Sandbox", "yes" if sandboxed else f"{UNSANDBOXED_MARK} {esc(UNSANDBOXED_NOTE)}"),
+        ("Sandbox", f"{UNSANDBOXED_MARK} {esc(UNSANDBOXED_NOTE)}" if not sandboxed else
+         BUILTIN_SANDBOX if b.get("kind") == "builtin" else "yes"),
         *([("Connection", f"{INSECURE_MARK} {esc(INSECURE_NOTE)}")] if b.get("insecure")
           else []),
         ("Isolation", f'<a href="{root}tournament.html#isolation">{esc(_isolation(lb))}</a>'),
@@ -322,11 +347,14 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         f"<td>{esc(f.kind)}</td><td>{esc(f.detail)}</td><td>{esc(f.action)}</td>"
         f"<td>{'forfeited' if f.forfeited else ''}</td></tr>" for f in faults]
     history = (lb.get("elo_history") or {}).get(name, [])
-    svg = charts.line_chart(
-        [charts.Series(name, [1500.0, *history], list(range(len(history) + 1)))],
-        "chart-bot-history", f"Classic Elo of {name}",
-        f"The classic incremental Elo of {name} after each of its games.",
-        "games played", "classic Elo", reference=1500.0, legend=False, width=560)
+    line = [charts.Series(name, [1500.0, *history], list(range(len(history) + 1)))]
+    words = (f"Classic Elo of {name}",
+             f"The classic incremental Elo of {name} after each of its games.",
+             "games played", "classic Elo")
+    svg = (charts.line_chart(line, "chart-bot-history", *words, reference=1500.0,
+                             legend=False, width=560)
+           + charts.line_chart(line, "chart-bot-history-compact", *words, reference=1500.0,
+                               legend=False, compact=True))
     by_hand = b.get("bid_accuracy_by_hand") or {}
     body = [
         f"<h1>{esc(name)}{prov}</h1>",
@@ -367,7 +395,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         "</section>",
     ]
     return page(f"{name}: {site.name}", root, "\n".join(body), "", site.name,
-                description=f"{name} in {site.name}")
+                description=f"{name} in {site.name}", published=site.published)
 
 
 def games_page(lb: Mapping[str, Any], site: SiteContext) -> str:
@@ -416,7 +444,7 @@ def games_page(lb: Mapping[str, Any], site: SiteContext) -> str:
         "</div>",
     ]
     return page(f"Games: {site.name}", "", "\n".join(body), "games.html", site.name,
-                description=f"The games of {site.name}")
+                description=f"The games of {site.name}", published=site.published)
 
 
 def game_page(game: StoredGame, site: SiteContext, previous: str | None, following: str | None,
@@ -479,7 +507,7 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
         f'<script type="application/json" id="record">{script_json(record)}</script>',
     ]
     return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,
-                scripts=("site.js", "replay.js"))
+                scripts=("site.js", "replay.js"), published=site.published)
 
 
 def _scheduled(meta: Mapping[str, str]) -> int | None:
@@ -525,11 +553,13 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         entry = played.get(name)
         link = bot_link("", site.slugs, name) if entry else esc(name)
         sandboxed = b.get("sandboxed") is None or bool(b.get("sandboxed"))
+        confined = (UNSANDBOXED_MARK if not sandboxed else
+                    "built-in" if bot_kind(b.get("spec")) == "builtin" else "yes")
         bot_rows.append(
             f'<tr data-bot="{esc(name)}"><td>{link}</td>'
             f"<td>{esc(b.get('version') or '–')}</td>"
             f"<td>{esc(b.get('author') or '–')}</td>"
-            f"<td>{'yes' if sandboxed else UNSANDBOXED_MARK}"
+            f"<td>{confined}"
             f"{' ' + INSECURE_MARK if b.get('insecure') else ''}</td>"
             f'<td class="num">{entry["games"] if entry else 0}</td>'
             f'<td class="num">{entry["rank"] if entry else "–"}</td></tr>')
@@ -557,7 +587,9 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
             ("Tables", str(n_tables)),
             ("Deals per table", esc(num(schedule.get("deals")))
              + " (each deal played in every rotation of the table's bots: a duplicate set)"),
-            ("Games", esc(games_text))]),
+            ("Games", esc(games_text)),
+            ("Played", when_range(*site.played) if site.played is not None else "–"),
+            ("Published", when(site.published))]),
         "</section>",
         '<section aria-labelledby="time-h"><h2 id="time-h">Time control</h2>',
         dl([("Time per decision", f"{esc(num(clock.get('move_ms')))} ms"),
@@ -634,4 +666,4 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         "</section>",
     ]
     return page(f"The tournament: {site.name}", "", "\n".join(body), "tournament.html",
-                site.name, description=f"How {site.name} was run")
+                site.name, description=f"How {site.name} was run", published=site.published)

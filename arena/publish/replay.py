@@ -19,6 +19,50 @@ def script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def board_html(names_html: Sequence[str], rows_html: Sequence[str], hands_html: Sequence[str],
+               dealer: int | None, game_name: str, columns: Sequence[str],
+               hand_attrs: Mapping[int, str] | None = None, centre_extra: str = "") -> str:
+    """The card table, one for the replay viewer (``replay.js``) and the browser seat
+    (``play.js``), which fill it in: a block per seat (its number, ``names_html[s]``, the
+    dealer's badge, its bid and tricks, its hand ``hands_html[s]``, the ``.hand`` element
+    with ``hand_attrs[s]`` added), and in the centre the trump, the trick on the felt,
+    what became of it, ``centre_extra`` (HTML) and the scores table (a row a seat, named
+    ``rows_html[s]``), whose ``columns`` are of ``bid``, ``won``, ``points`` (this
+    round's) and ``total``."""
+    hand_attrs = hand_attrs or {}
+    seat_blocks = []
+    for seat, (name, hand) in enumerate(zip(names_html, hands_html, strict=True)):
+        cls = " dealer" if dealer == seat else ""
+        seat_blocks.append(
+            f'<div class="seat{cls}" data-seat="{seat}"><div class="seat-head">'
+            f'<span class="seat-no">{seat}</span>{name}'
+            f'<span class="badge dealer-badge" title="dealer">dealer</span>'
+            f'<span class="seat-info" data-seat="{seat}"></span></div>'
+            f'<div class="hand" data-seat="{seat}"{hand_attrs.get(seat, "")}>{hand}</div>'
+            "</div>")
+    heads = {"bid": "Bid" if game_name == "wizard" else "Announced", "won": "Won",
+             "points": "Round" if game_name == "wizard" else "Points", "total": "Total"}
+    score_head = ('<tr><th scope="col">Seat</th>'
+                  + "".join(f'<th scope="col">{heads[c]}</th>' for c in columns) + "</tr>")
+    score_rows = "".join(
+        f'<tr data-seat="{s}"><th scope="row">{name}</th>'
+        + "".join(f'<td class="{c} num" data-seat="{s}">{"0" if c in ("won", "total") else ""}'
+                  f"</td>" for c in columns) + "</tr>"
+        for s, name in enumerate(rows_html))
+    return "\n".join([
+        '<div class="board">',
+        f'<div class="seats">{"".join(seat_blocks)}</div>',
+        '<div class="centre">',
+        '<div id="trump" class="trump"></div>',
+        '<div id="trick" class="trick" role="group" aria-label="The current trick"></div>',
+        '<div id="trick-result" class="trick-result"></div>',
+        *([centre_extra] if centre_extra else []),
+        f'<table id="scores" class="data compact"><thead>{score_head}</thead>'
+        f"<tbody>{score_rows}</tbody></table>",
+        "</div></div>",
+    ])
+
+
 def replay_section(record: Mapping[str, Any], seats: Sequence[str],
                    name_html: Callable[[str], str], where: str) -> str:
     """The replay viewer's section for ``record`` (driven by ``replay.js`` from the record
@@ -29,27 +73,12 @@ def replay_section(record: Mapping[str, Any], seats: Sequence[str],
     has_bids = any(r.get("bids") is not None for r in rounds)
     game_name = str(record.get("game"))
     first: dict[str, Any] = rounds[0] if rounds else {"hands": [[]] * n, "dealer": 0}
-    seat_blocks = []
-    for seat in range(n):
-        hand = "".join(card_html(c) for c in first["hands"][seat])
-        dealer = " dealer" if first.get("dealer") == seat else ""
-        seat_blocks.append(
-            f'<div class="seat{dealer}" data-seat="{seat}"><div class="seat-head">'
-            f'<span class="seat-no">{seat}</span>{name_html(seats[seat])}'
-            f'<span class="badge dealer-badge" title="dealer">dealer</span>'
-            f'<span class="seat-info" data-seat="{seat}"></span></div>'
-            f'<div class="hand" data-seat="{seat}">{hand}</div></div>')
-    score_rows = "".join(
-        f'<tr data-seat="{s}"><th scope="row">{esc(seats[s])}</th>'
-        + (f'<td class="bid num" data-seat="{s}"></td>' if has_bids else "")
-        + f'<td class="won num" data-seat="{s}">0</td><td class="points num" data-seat="{s}">'
-        f'</td><td class="total num" data-seat="{s}">0</td></tr>' for s in range(n))
-    bid_word = "Bid" if game_name == "wizard" else "Announced"
-    score_head = ('<tr><th scope="col">Seat</th>'
-                  + (f'<th scope="col">{bid_word}</th>' if has_bids else "")
-                  + '<th scope="col">Won</th>'
-                  + f'<th scope="col">{"Round" if game_name == "wizard" else "Points"}</th>'
-                  + '<th scope="col">Total</th></tr>')
+    board = board_html([name_html(name) for name in seats], [esc(name) for name in seats],
+                       ["".join(card_html(c) for c in first["hands"][seat])
+                        for seat in range(n)],
+                       first.get("dealer"), game_name,
+                       ("bid", "won", "points", "total") if has_bids
+                       else ("won", "points", "total"))
     round_options = "".join(f'<option value="{r["number"]}">Round {r["number"]}</option>'
                             for r in rounds)
     round_jump = (f'<label for="round-jump" class="sr-only">Jump to round</label>'
@@ -65,15 +94,7 @@ def replay_section(record: Mapping[str, Any], seats: Sequence[str],
         '<button id="last" type="button" title="Last step (End)">Last »'
         f'</button>{round_jump}<span id="step-count" class="muted"></span></div>',
         '<p id="step-text" aria-live="polite">The deal.</p>',
-        '<div class="board">',
-        f'<div class="seats">{"".join(seat_blocks)}</div>',
-        '<div class="centre">',
-        '<div id="trump" class="trump"></div>',
-        '<div id="trick" class="trick" role="group" aria-label="The current trick"></div>',
-        '<div id="trick-result" class="trick-result"></div>',
-        f'<table id="scores" class="data compact"><thead>{score_head}</thead>'
-        f"<tbody>{score_rows}</tbody></table>",
-        "</div></div>",
+        board,
         '<h3 id="tricks-h">Tricks of this round</h3>',
         '<ol id="tricks-log" class="tricks-log" aria-labelledby="tricks-h"></ol>',
         "</div>",

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
-from arena.stats.ratings import GameScores, incremental_elo, mean_and_se, rate
+from arena.model.spec import BUILTIN_BOTS
+from arena.stats.ratings import GameScores, IncrementalElo, incremental_elo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -55,6 +56,27 @@ ISOLATION_MODES = {
 
 DEFAULT_ISOLATION = "shared"
 """The isolation of a store that does not say (one written before the setting existed)."""
+
+
+BOT_KINDS = {"builtin": "a built-in bot: the arena's own code, played inside the arena's "
+                        "process (no process of its own, nothing to confine)",
+             "process": "a bot process the arena started (cmd:), in its sandbox unless the "
+                        "tournament file trusts it",
+             "remote": "a bot served from elsewhere (grpc://, grpcs://, unix:), out of the "
+                       "arena's reach"}
+"""The kinds of bot (a leaderboard entry's ``kind``), for people."""
+
+
+def bot_kind(spec: str | None) -> str | None:
+    """The kind of bot a registered spec is (a key of :data:`BOT_KINDS`); None when the
+    store does not say."""
+    if not spec:
+        return None
+    if spec.startswith("cmd:"):
+        return "process"
+    if spec.startswith(("grpc://", "grpcs://", "unix:")):
+        return "remote"
+    return "builtin" if spec in BUILTIN_BOTS else None
 
 
 UNSANDBOXED = "(no sandbox)"
@@ -148,6 +170,32 @@ class _Pair:
     draws: int = 0
 
 
+class QuickStandings:
+    """The standings of a tournament in progress, cheap enough to show every few games:
+    the classic incremental Elo over the games so far (:class:`IncrementalElo`, in the
+    order they finished; no bootstrap, no intervals: the leaderboard at the end has
+    those)."""
+
+    def __init__(self) -> None:
+        self._elo = IncrementalElo()
+
+    def add(self, bots: Sequence[str], totals: Sequence[float]) -> None:
+        """One finished game: the bots by seat and their totals."""
+        self._elo.add(GameScores("", tuple(bots), tuple(float(t) for t in totals)))
+
+    def add_stored(self, games: Iterable[StoredGame]) -> None:
+        """The games stored before this run (a resumed tournament)."""
+        for stored in games:
+            self.add(stored.bots, stored.record["totals"])
+
+    def top(self, count: int) -> list[tuple[str, float, int]]:
+        """The first ``count`` bots: (name, incremental Elo, games), best first (ties by
+        name)."""
+        ratings = self._elo.ratings
+        order = sorted(ratings, key=lambda name: (-ratings[name], name))
+        return [(name, ratings[name], self._elo.games[name]) for name in order[:count]]
+
+
 def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                       bots: Sequence[Mapping[str, Any]], resamples: int = 1000,
                       rating_seed: int = 0) -> dict[str, Any]:
@@ -163,6 +211,11 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     pairs: dict[tuple[str, str], _Pair] = {}
     scores: list[GameScores] = []
     game_name = meta.get("game")
+    house = _json_object(meta.get("house"))
+    lineage = _json_object(meta.get("lineage"))
+    fixed = {str(k): float(v) for k, v in house.items() if isinstance(v, int | float)}
+    if meta.get("format") == LEAGUE:
+        games = whole_sets(games, _int(meta.get("seats")) or 0)
     for stored in games:
         record = stored.record
         if game_name is None:
@@ -172,28 +225,39 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                                  tuple(float(t) for t in record["totals"])))
 
     ratings = rate(scores, resamples=resamples, seed=rating_seed, level=LEVEL,
-                   prior_draws=PRIOR_DRAWS) if scores else []
+                   prior_draws=PRIOR_DRAWS, fixed=fixed or None) if scores else []
     classic, history = incremental_elo(scores) if scores else ({}, {})
     by_bot: dict[str, list[float]] = {}
     for gs in scores:
         for name, score in zip(gs.bots, gs.scores, strict=True):
             by_bot.setdefault(name, []).append(score)
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
+    kinds = {str(b.get("name")): bot_kind(b.get("spec")) for b in bots}
     unsandboxed = {str(b.get("name")) for b in bots
                    if b.get("sandboxed") is not None and not b.get("sandboxed")}
     insecure = {str(b.get("name")) for b in bots if b.get("insecure")}
     wizard = game_name == "wizard"
 
     entries: list[dict[str, Any]] = []
-    for rank, rating in enumerate(ratings, start=1):
+    rank = 0
+    for rating in ratings:
         name = rating.name
         s = stats[name]
         mean, se = mean_and_se(by_bot[name])
         half_width = (rating.high - rating.low) / 2
+        rank += name not in house
+        league: dict[str, Any] = {}
+        if house or lineage:  # a league's board: house bots shown, not ranked; versions
+            found = lineage.get(name)
+            line: dict[str, Any] = found if isinstance(found, dict) else {}
+            league = {"house": name in house, "fixed_elo": fixed.get(name),
+                      "previous_version": line.get("previous"),
+                      "retired": line.get("status") == "retired"}
         entries.append({
-            "rank": rank,
+            "rank": None if name in house else rank,
             "name": name,
             "version": versions.get(name),
+            "kind": kinds.get(name),
             "sandboxed": name not in unsandboxed,
             "insecure": name in insecure,
             "elo": _r(rating.elo, 1),
@@ -218,7 +282,10 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                 str(hand): _r(exact / rounds, 4)
                 for hand, (rounds, exact) in sorted(s.by_hand.items())
             } if wizard and s.by_hand else None,
-            "provisional": s.games < PROVISIONAL_GAMES or half_width > PROVISIONAL_HALF_WIDTH,
+            "provisional": (name not in house
+                            and (s.games < PROVISIONAL_GAMES
+                                 or half_width > PROVISIONAL_HALF_WIDTH)),
+            **league,
         })
 
     order = [e["name"] for e in entries]
@@ -245,6 +312,26 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "head_to_head": _head_to_head(order, pairs),
         "elo_history": {name: [_r(x, 1) for x in history.get(name, [])] for name in order},
     }
+
+
+LEAGUE = "league"
+"""The ``format`` of a league's store (:mod:`arena.league`)."""
+
+
+def whole_sets(games: Iterable[StoredGame], seats: int) -> Iterator[StoredGame]:
+    """The games of the duplicate sets all of whose ``seats`` rotations are finished: a
+    league's board leaves out a set still in flight (never half counted). A set's games
+    are consecutive in schedule order (set ``n``'s positions are ``n * seats`` to
+    ``n * seats + seats - 1``), so one set is held at a time."""
+    held: list[StoredGame] = []
+    for game in games:
+        if held and held[0].unit != game.unit:
+            if len(held) >= seats:
+                yield from held
+            held = []
+        held.append(game)
+    if len(held) >= seats:
+        yield from held
 
 
 def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _BotStats],

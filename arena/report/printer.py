@@ -52,6 +52,21 @@ def suit_text(letter: str | None) -> Text:
     return Text(f"{SUIT_SYMBOLS[s]} {SUIT_NAMES[s]}", style=f"bold {_SUIT_STYLE[s]}")
 
 
+def trump_in_force(record: dict[str, Any]) -> str:
+    """Trumps' trump for a header, from the dealt round of ``record``: the option's suit
+    (``hearts (fixed)``) or the turned card's (``clubs (turned 4♣)``); the option's value
+    alone (``none``: the turned card decides) before the deal."""
+    rounds = record.get("rounds") or []
+    fixed = record["options"].get("trump")
+    if not rounds or rounds[0].get("trump") is None:
+        return str(option_value(fixed)) if fixed is not None else "the turned card's suit"
+    suit = SUIT_NAMES[parse_suit(rounds[0]["trump"])]
+    turned = rounds[0].get("trump_card")
+    if fixed is not None or not turned:
+        return f"{suit} (fixed)"
+    return f"{suit} (turned {card_symbol(parse_card(turned))})"
+
+
 class GamePrinter:
     """Prints a game's record round by round to a console."""
 
@@ -73,7 +88,8 @@ class GamePrinter:
 
     def header(self) -> None:
         rec = self.record
-        opts = ", ".join(f"{k}={option_value(v)}" for k, v in rec["options"].items())
+        opts = ", ".join(f"{k}={trump_in_force(rec) if k == 'trump' else option_value(v)}"
+                         for k, v in rec["options"].items())
         self.console.print(Text.assemble(
             (f"{rec['game'].capitalize()}", "bold underline"),
             f"  seed {rec['seed']}  ({opts})"))
@@ -150,5 +166,5 @@ class GamePrinter:
             detail = clean(str(fault["detail"]))
             out.print(Text(f"  {self._who(fault['seat'])} {where}: {fault['kind']}: "
                            f"{detail} → the referee: {fault['action']}{forfeit}",
-                           style="yellow"))
+                           style="yellow"), soft_wrap=True)  # one line, however long
 

@@ -34,7 +34,7 @@ FILES = ("leaderboard.md", "leaderboard.csv", "leaderboard.json")
 
 
 CSV_COLUMNS = (
-    "rank", "name", "version", "sandboxed", "insecure", "elo", "elo_low", "elo_high",
+    "rank", "name", "version", "kind", "sandboxed", "insecure", "elo", "elo_low", "elo_high",
     "p_above_next",
     "elo_incremental", "games", "mean_score", "mean_score_se", "mean_place", "wins",
     "shared_wins", *(f"faults_{k}" for k in FAULT_KINDS), "forfeits", "latency_p50_ms",
@@ -58,7 +58,20 @@ def _bot_name(b: Mapping[str, Any]) -> str:
     ``(insecure)``."""
     return (str(b["name"]) + ("?" if b["provisional"] else "")
             + ("" if b.get("sandboxed", True) else f" {UNSANDBOXED}")
-            + (f" {INSECURE}" if b.get("insecure") else ""))
+            + (f" {INSECURE}" if b.get("insecure") else "")
+            + (f" {HOUSE}" if b.get("house") else "")
+            + (f" {RETIRED}" if b.get("retired") else "")
+            + (f" (after {b['previous_version']})" if b.get("previous_version") else ""))
+
+
+HOUSE = "(house)"
+"""The mark of a league's house bot: shown, not ranked (its rank is ``–``)."""
+RETIRED = "(retired)"
+"""The mark of a league's retired bot: it keeps its games and rating, plays no more."""
+
+
+def _rank(b: Mapping[str, Any]) -> str:
+    return "–" if b.get("rank") is None else str(b["rank"])
 
 
 def _md(text: Any) -> str:
@@ -100,7 +113,7 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
     for b in bots:
         wins = str(b["wins"]) + (f" ({b['shared_wins']} shared)" if b["shared_wins"] else "")
         lines.append(
-            f"| {b['rank']} | {_md(_bot_name(b))} | {_md(b['version'] or '')} "
+            f"| {_rank(b)} | {_md(_bot_name(b))} | {_md(b['version'] or '')} "
             f"| {number(b['elo'])} | {number(b['elo_low'])}–{number(b['elo_high'])} "
             f"| {percent(b['p_above_next'])} | {number(b['elo_incremental'])} | {b['games']} "
             f"| {number(b['mean_score'], 2)} ± {number(b['mean_score_se'], 2)} "
@@ -117,6 +130,12 @@ def render_markdown(lb: Mapping[str, Any]) -> str:
         lines += ["", f"{UNSANDBOXED}: {UNSANDBOXED_NOTE}."]
     if any(b.get("insecure") for b in bots):
         lines += ["", f"{INSECURE}: {INSECURE_NOTE}."]
+    if any(b.get("house") for b in bots):
+        lines += ["", f"{HOUSE}: a house bot of the league, shown but not ranked (a fixed "
+                  f"rating anchors the scale)."]
+    if any(b.get("retired") or b.get("previous_version") for b in bots):
+        lines += ["", f"{RETIRED}: plays no more, keeps its games and rating; (after X): "
+                  f"a new version of X, rated apart from it."]
     lines += ["", f"Elo: Bradley-Terry fit of the pairwise results, {level}% interval "
               "from a bootstrap over duplicate sets; P(> next): the share of resamples in "
               "which the bot rates above the next one; Classic Elo: incremental, in "
@@ -196,7 +215,7 @@ def print_table(lb: Mapping[str, Any], console: Console | None = None) -> None:
                 else (b["elo_high"] - b["elo_low"]) / 2)
         faults = sum(b["faults"].values())
         for header, cell in zip(columns, (
-                str(b["rank"]), clean(_bot_name(b)),
+                _rank(b), clean(_bot_name(b)),
                 f"{number(b['elo'])}±{number(half)}", percent(b["p_above_next"]),
                 number(b["elo_incremental"]), str(b["games"]),
                 f"{number(b['mean_score'], 1)}±{number(b['mean_score_se'], 1)}",

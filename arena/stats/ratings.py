@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ import numpy.typing as npt
 __all__ = [
     "ELO_PER_NAT",
     "GameScores",
+    "IncrementalElo",
     "Rating",
     "fit_elo",
     "incremental_elo",
@@ -234,6 +235,67 @@ def _newton(wins: Array, start: Array, prior_draws: float) -> Array:
     return centred
 
 
+def _objective_fixed(theta: Array, wins: Array, free: Array, prior_draws: float) -> Array:
+    """The objective with anchors (:func:`_newton_fixed`) for each row of a batch."""
+    diff = theta[:, :, None] - theta[:, None, :]
+    data = -(wins * np.logaddexp(0.0, -diff)).sum(axis=(1, 2))
+    prior = free * (np.logaddexp(0.0, -theta) + np.logaddexp(0.0, theta))
+    return np.asarray(data - 0.5 * prior_draws * prior.sum(axis=1), dtype=np.float64)
+
+
+def _newton_fixed(wins: Array, start: Array, fixed: Array, prior_draws: float) -> Array:
+    """Maximise the objective with anchors for each matrix of the batch ``wins`` (b, n, n):
+    the bots where ``fixed`` (n,) is True keep their ``start`` strength; every other bot
+    with comparisons moves, under ``prior_draws`` virtual draws against a virtual
+    opponent at strength 0 (1500), not at the pool mean: the objective of
+    :class:`arena.league.live.LiveRatings`, so a settled live fit is this fit. Bots
+    without comparisons stay at ``start``."""
+    batch, n, _ = wins.shape
+    games = wins + wins.transpose(0, 2, 1)
+    free = ((games.sum(axis=2) > 0) & np.logical_not(fixed)[None, :]).astype(np.float64)
+    theta: Array = np.array(start, dtype=np.float64, copy=True)
+    diagonal = np.arange(n)
+    active = np.arange(batch)
+    for _ in range(_MAX_ITERATIONS):
+        if len(active) == 0:
+            break
+        th, w, g, on = theta[active], wins[active], games[active], free[active]
+        p = _sigmoid(th[:, :, None] - th[:, None, :])
+        q = p.transpose(0, 2, 1)
+        curvature = g * p * q
+        gradient = (w * q).sum(axis=2) - (w.transpose(0, 2, 1) * p).sum(axis=2)
+        gradient = (gradient - 0.5 * prior_draws * np.tanh(0.5 * th)) * on
+        bend = prior_draws * _sigmoid(th) * _sigmoid(-th) * on
+        outer = on[:, :, None] * on[:, None, :]
+        system = -curvature * outer
+        system[:, diagonal, diagonal] += (curvature.sum(axis=2) + bend) * on + (1.0 - on) \
+            + _RIDGE
+        step = np.linalg.solve(system, gradient[:, :, None])[:, :, 0] * on
+        size = np.abs(step).max(axis=1, initial=0.0)
+        rise = (gradient * step).sum(axis=1)
+        before = _objective_fixed(th, w, on, prior_draws)
+        done = (size < _TOLERANCE) | (rise < _RESOLUTION * (1.0 + np.abs(before)))
+        polish = done & (size < _POLISH)
+        theta[active[polish]] += step[polish]
+        todo = ~done
+        if todo.any():
+            th, w, on, step, size = th[todo], w[todo], on[todo], step[todo], size[todo]
+            before, rise = before[todo], rise[todo]
+            scale = np.minimum(1.0, _MAX_STEP / size)
+            for _ in range(60):
+                after = _objective_fixed(th + scale[:, None] * step, w, on, prior_draws)
+                short = after < before + 1e-4 * scale * rise
+                if not short.any():
+                    break
+                scale[short] *= 0.5
+            theta[active[todo]] = th + scale[:, None] * step
+        active = active[todo]
+    else:
+        if len(active):
+            raise ArithmeticError("Bradley-Terry fit did not converge")
+    return theta
+
+
 def _float_bincount(cells: npt.NDArray[np.int64], weights: Array, length: int) -> Array:
     """Sum of ``weights`` by cell, as a float array of ``length`` cells."""
     return np.bincount(cells, weights, minlength=length).astype(np.float64, copy=False)
@@ -268,6 +330,7 @@ def rate(
     prior_draws: float = 1.0,
     *,
     bots: Iterable[str] = (),
+    fixed: Mapping[str, float] | None = None,
 ) -> list[Rating]:
     """Ratings sorted by elo (highest first, then by name) with bootstrap confidence intervals.
 
@@ -278,6 +341,12 @@ def rate(
     the prior alone, whose draws carry information prior_draws / 4: 1500 -+ z * 2 /
     sqrt(prior_draws) natural-log units (681 Elo for one draw at 95%). Raises ValueError
     for resamples < 1, a level outside (0, 1) or a non-positive prior.
+
+    ``fixed`` (a league's house bots): bots with a fixed Elo that anchor the scale. They
+    keep it in the fit and in every resample (an interval of no width), and the prior's
+    virtual opponent sits at 1500 instead of the pool mean, as in
+    :class:`arena.league.live.LiveRatings`: the ratings are then on the anchors' scale,
+    not centred on 1500.
     """
     _check_prior(prior_draws)
     if resamples < 1:
@@ -304,7 +373,16 @@ def rate(
     credit_of = np.array(list(entries.values()), dtype=np.float64)
 
     wins = _float_bincount(pair, credit_of, n * n).reshape(1, n, n)
-    theta = _newton(wins, np.zeros((1, n)), prior_draws)[0]
+    anchored = np.array([name in (fixed or {}) for name in names], dtype=bool)
+    origin = np.array([((fixed or {}).get(name, _MEAN_ELO) - _MEAN_ELO) / ELO_PER_NAT
+                       for name in names])
+
+    def fit(batch_wins: Array, start: Array) -> Array:
+        if fixed:
+            return _newton_fixed(batch_wins, start, anchored, prior_draws)
+        return _newton(batch_wins, start, prior_draws)
+
+    theta = fit(wins, origin[None, :])[0]
 
     rng = np.random.default_rng(seed)
     count = len(units)
@@ -324,7 +402,7 @@ def rate(
             flat_wins[r] = _float_bincount(pair, weight[r, unit_of] * credit_of, n * n)
         batch_wins = flat_wins.reshape(b, n, n)
         start = np.broadcast_to(theta, (b, n))
-        thetas[first : first + b] = _newton(batch_wins, start, prior_draws)
+        thetas[first : first + b] = fit(batch_wins, start)
 
     elo = _MEAN_ELO + ELO_PER_NAT * theta
     sampled = _MEAN_ELO + ELO_PER_NAT * thetas
@@ -333,8 +411,8 @@ def rate(
     compared = wins[0].sum(axis=0) + wins[0].sum(axis=1) > 0
     z = statistics.NormalDist().inv_cdf(0.5 + 0.5 * level)
     prior_half_width = z * ELO_PER_NAT * 2.0 / math.sqrt(prior_draws)
-    lows = np.where(compared, lows, elo - prior_half_width)
-    highs = np.where(compared, highs, elo + prior_half_width)
+    lows = np.where(compared | anchored, lows, elo - prior_half_width)
+    highs = np.where(compared | anchored, highs, elo + prior_half_width)
 
     order = sorted(range(n), key=lambda i: (-round(elo[i], 9), names[i]))  # ties by name
     ratings = []
@@ -349,6 +427,39 @@ def rate(
     return ratings
 
 
+class IncrementalElo:
+    """The classic incremental Elo, fed one game at a time (:meth:`add`): what
+    :func:`incremental_elo` computes, kept up to date in O(seats²) per game, for the
+    standings of a tournament in progress."""
+
+    def __init__(self, start: float = 1500.0, k_base: float = 32.0) -> None:
+        self.start = start
+        self.k_base = k_base
+        self.ratings: dict[str, float] = {}
+        """Each bot's rating now, in order of first appearance."""
+        self.games: dict[str, int] = {}
+        """Each bot's games so far."""
+
+    def add(self, game: GameScores) -> list[float]:
+        """Fold in one game; the seats' ratings after it."""
+        seats = len(game.bots)
+        k = self.k_base / (seats - 1)
+        before = [self.ratings.setdefault(bot, self.start) for bot in game.bots]
+        change = [0.0] * seats
+        for a in range(seats):
+            for b in range(a + 1, seats):
+                expected = 1.0 / (1.0 + 10.0 ** ((before[b] - before[a]) / 400.0))
+                sa, sb = game.scores[a], game.scores[b]
+                result = 1.0 if sa > sb else 0.0 if sa < sb else 0.5
+                change[a] += k * (result - expected)
+                change[b] -= k * (result - expected)
+        after = [rating + delta for rating, delta in zip(before, change, strict=True)]
+        for bot, rating in zip(game.bots, after, strict=True):
+            self.ratings[bot] = rating
+            self.games[bot] = self.games.get(bot, 0) + 1
+        return after
+
+
 def incremental_elo(
     games: Iterable[GameScores], start: float = 1500.0, k_base: float = 32.0
 ) -> tuple[dict[str, float], dict[str, list[float]]]:
@@ -360,24 +471,12 @@ def incremental_elo(
     the final ratings (in order of first appearance) and each bot's history: its rating after
     each game it played.
     """
-    ratings: dict[str, float] = {}
+    elo = IncrementalElo(start, k_base)
     history: dict[str, list[float]] = {}
     for game in games:
-        seats = len(game.bots)
-        k = k_base / (seats - 1)
-        before = [ratings.setdefault(bot, start) for bot in game.bots]
-        change = [0.0] * seats
-        for a in range(seats):
-            for b in range(a + 1, seats):
-                expected = 1.0 / (1.0 + 10.0 ** ((before[b] - before[a]) / 400.0))
-                sa, sb = game.scores[a], game.scores[b]
-                result = 1.0 if sa > sb else 0.0 if sa < sb else 0.5
-                change[a] += k * (result - expected)
-                change[b] -= k * (result - expected)
-        for bot, rating, delta in zip(game.bots, before, change, strict=True):
-            ratings[bot] = rating + delta
-            history.setdefault(bot, []).append(rating + delta)
-    return ratings, history
+        for bot, rating in zip(game.bots, elo.add(game), strict=True):
+            history.setdefault(bot, []).append(rating)
+    return elo.ratings, history
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float, float]:

@@ -130,8 +130,9 @@ _LIMIT_MAX = {"memory_mb": 1 << 20, "processes": 1 << 16, "cpu_s": 10**7, "file_
               "open_files": 1 << 20}
 
 
-def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
-    """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
+def read_toml(path: Path, what: str = "tournament") -> tuple[str, dict[str, Any]]:
+    """The text and the parsed tables of a TOML file of the arena (a tournament or a
+    league file), checked for size, encoding, syntax and depth; :class:`ConfigError`."""
     where = str(path)
     try:
         with path.open("rb") as f:
@@ -139,7 +140,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror}") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"{where}: larger than {MAX_FILE_BYTES} bytes; a tournament file "
+        raise ConfigError(f"{where}: larger than {MAX_FILE_BYTES} bytes; a {what} file "
                           f"is a short TOML text")
     try:
         text = raw.decode("utf-8")
@@ -157,6 +158,13 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     except ValueError as e:  # an integer longer than Python converts (4300 digits)
         raise ConfigError(f"{where}: not valid TOML: a number is too long ({e})") from None
     _depth(where, data)
+    return text, data
+
+
+def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
+    """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
+    where = str(path)
+    text, data = read_toml(path)
     _known(where, "", data, _TOP)
     name = _str(where, "name", data.get("name"))
     game = _str(where, "game", data.get("game"))
@@ -314,19 +322,37 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
                        read_only=tuple(paths), env=tuple(sorted(env.items())))
 
 
-def _bots(where: str, raw: Any, limits: Limits, folder: Path,
+def parse_bots(where: str, raw: Any, limits: Limits, folder: Path, *, table: str = "bots",
+               extra: frozenset[str] = frozenset(), seen: set[str] | None = None,
+               empty: bool = False) -> tuple[list[BotEntry], list[tuple[str, str]]]:
+    """The ``[[table]]`` entries of a file as bots, checked as a tournament's ``[[bots]]``
+    (``extra``: keys of the caller's own, checked by it; ``seen``: names already taken,
+    updated; ``empty``: no entry is no error). The bots and those left out (name,
+    reason)."""
+    if empty and (raw is None or raw == []):
+        return [], []
+    if not isinstance(raw, list) or (not raw and not empty):
+        raise ConfigError(f"{where}: {table}: expected a list of [[{table}]] tables, each "
+                          f"with name and spec")
+    return _bots(where, raw, limits, folder, table, _BOT | extra,
+                 set() if seen is None else seen)
+
+
+def _bots(where: str, raw: Any, limits: Limits, folder: Path, table: str = "bots",
+          allowed: set[str] | frozenset[str] = frozenset(_BOT),
+          seen: set[str] | None = None,
           ) -> tuple[list[BotEntry], list[tuple[str, str]]]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
                           f"name and spec")
     bots: list[BotEntry] = []
     skipped: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for i, entry in enumerate(raw):
-        key = f"bots[{i}]"
+        key = f"{table}[{i}]"
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: {key}: expected a table with name and spec")
-        _known(where, key, entry, _BOT)
+        _known(where, key, entry, set(allowed))
         name = _str(where, f"{key}.name", entry.get("name"))
         try:
             check_name(name, f"{key}.name")

@@ -67,7 +67,8 @@ def _hello_task(seat_json: str, game: str, startup_ms: int) -> dict[str, object]
 
 async def run_ray(config: TournamentConfig, store: Store, seed: int, address: str,
                   on_start: Callable[[int, int], None] | None = None,
-                  on_game: Callable[[ScheduledGame, int], None] | None = None) -> RunSummary:
+                  on_game: Callable[[ScheduledGame, GameOutcome], None] | None = None,
+                  ) -> RunSummary:
     """Play every game of the schedule not yet in ``store`` on the Ray cluster at
     ``address`` ("" : Ray's own choice, RAY_ADDRESS else a local instance). Same
     contract as :func:`arena.tournament.runner.run`."""
@@ -156,7 +157,7 @@ async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
 async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     pending: list[ScheduledGame], done: set[str], store: StoreWriter,
                     summary: RunSummary,
-                    on_game: Callable[[ScheduledGame, int], None] | None) -> None:
+                    on_game: Callable[[ScheduledGame, GameOutcome], None] | None) -> None:
     # no retries by Ray itself: the driver plays a lost game again, so it can count it
     play = ray.remote(num_cpus=1, max_retries=0)(_play_task)
     seats: dict[str, SeatJob] = seat_jobs(config)
@@ -196,7 +197,7 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                 summary.played += 1
                 summary.faults += len(outcome.faults)
                 if on_game is not None:
-                    on_game(game, len(outcome.faults))
+                    on_game(game, outcome)
     finally:
         for ref in in_flight:
             try:

@@ -94,12 +94,14 @@ def games_of(config: TournamentConfig, seed: int) -> list[ScheduledGame]:
 
 async def run(config: TournamentConfig, store: Store, seed: int,
               on_start: Callable[[int, int], None] | None = None,
-              on_game: Callable[[ScheduledGame, int], None] | None = None) -> RunSummary:
+              on_game: Callable[[ScheduledGame, GameOutcome], None] | None = None
+              ) -> RunSummary:
     """Play every game of the schedule not yet in ``store``.
 
     ``on_start(total, already_done)`` is called once the bots are ready, ``on_game(game,
-    faults)`` after each stored game. Stops cleanly on SIGINT/SIGTERM: finished games
-    are kept, games in flight are discarded, every bot process is ended.
+    outcome)`` after each stored game (its record, faults and timings). Stops cleanly on
+    SIGINT/SIGTERM: finished games are kept, games in flight are discarded, every bot
+    process is ended.
     """
     started = time.monotonic()
     games = games_of(config, seed)
@@ -292,7 +294,7 @@ async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: Schedu
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
                     pools: dict[str, BotPool], store: StoreWriter,
                     summary: RunSummary,
-                    on_game: Callable[[ScheduledGame, int], None] | None) -> None:
+                    on_game: Callable[[ScheduledGame, GameOutcome], None] | None) -> None:
     seats = seat_jobs(config)
     send, receive = trio.open_memory_channel[ScheduledGame](len(pending))
     for game in pending:
@@ -311,7 +313,7 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
             summary.played += 1
             summary.faults += len(outcome.faults)
             if on_game is not None:
-                on_game(scheduled, len(outcome.faults))
+                on_game(scheduled, outcome)
 
     async with trio.open_nursery() as nursery:
         for slot in range(min(config.concurrency, max(1, len(pending)))):

@@ -210,7 +210,8 @@ def _guarded(verb: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
 
 _INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults", "tables_per_bot")
 """Meta keys whose values are integers in decimal."""
-_JSON_META = {"options": dict, "candidates": list, "bots": list, "skipped": list}
+_JSON_META = {"options": dict, "candidates": list, "bots": list, "skipped": list,
+              "house": dict, "lineage": dict, "seasons": list}
 """Meta keys whose values are JSON, and the type they hold."""
 _DECIMAL = re.compile(r"-?[0-9]{1,80}")
 

@@ -110,7 +110,7 @@ async def wait_serving(channel: grpc.Channel, deadline: float, name: str,
     """Poll the standard health service until it says SERVING, before ``deadline``.
 
     ``exited`` is given for a process the arena started: it says how that process ended
-    ("exited with code 2 ...; see LOG"), or None while it runs, and the wait stops at
+    ("exited with code 2"), or None while it runs, and the wait stops at
     once when it has ended. :class:`BotStartError` names the bot and the reason."""
     check = channel.unary_unary(
         "/grpc.health.v1.Health/Check",

@@ -91,4 +91,23 @@
     if (form) form.addEventListener("submit", function (e) { e.preventDefault(); });
     apply();
   }
+
+  // -- tables wider than their box: the box scrolls sideways. Say so where it does: the
+  // box is marked "overflows" (its right edge fades while there is more to the right,
+  // "at-end" once scrolled there) and a following .scroll-hint is shown.
+  var boxes = document.querySelectorAll(".scroll");
+  function mark(box) {
+    var overflows = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("overflows", overflows);
+    box.classList.toggle("at-end", box.scrollLeft + box.clientWidth >= box.scrollWidth - 1);
+    var hint = box.nextElementSibling;
+    if (hint && hint.classList.contains("scroll-hint")) hint.hidden = !overflows;
+  }
+  Array.prototype.forEach.call(boxes, function (box) {
+    box.addEventListener("scroll", function () { mark(box); }, { passive: true });
+    mark(box);
+  });
+  window.addEventListener("resize", function () {
+    Array.prototype.forEach.call(boxes, mark);
+  });
 })();

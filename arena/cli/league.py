@@ -1,0 +1,571 @@
+"""``arena league``: run a league, change its field while it runs, show it, close a season
+(docs/league.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+from rich.console import Console
+
+from arena import __version__
+from arena.league import inbox
+from arena.league.config import FORMAT, LeagueConfig, load_league
+from arena.league.runner import League, LeagueSummary, rebuild_ratings, run_league
+from arena.league.store import (
+    Answer,
+    FieldError,
+    LeagueBot,
+    apply_request,
+    close_season,
+    ensure_tables,
+    entry_json,
+    has_tables,
+    load_bots,
+    load_sets,
+    open_sets_in,
+    parse_spec,
+    register_file_bots,
+    seasons,
+)
+from arena.model.errors import one_line
+from arena.model.files import FolderError, claim_folder, temp_dir
+from arena.model.limits import Confinement
+from arena.model.names import NameError_, check_name, clean
+from arena.model.spec import BotSpec, command_args
+from arena.proc.bwrap import sandbox_works
+from arena.proc.connection import HandshakeError
+from arena.proc.reaper import start_cleanup
+from arena.tournament.config import BotEntry, ConfigError
+from arena.tournament.lock import Held, LockError, RunLock
+from arena.tournament.store import Store, StoreError
+
+PROG = "arena league"
+WAIT_S = 60.0
+"""How long a field change waits for the run's answer by default."""
+
+
+class LeagueUsage(ValueError):
+    """A mistake in the command line, the file or the folder: one line, exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "league", help="run an open league, and change its field while it runs",
+        description="An open league (docs/league.md): 'run' plays games until stopped, "
+                    "choosing tables as games finish; 'add', 'update', 'retire' change "
+                    "the field while it runs, from another terminal; 'status' shows it; "
+                    "'close' ends the season and reveals its master seed.")
+    sub = p.add_subparsers(dest="league_command", required=True, parser_class=type(p))
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("file", type=Path, metavar="FILE", help="the league file (TOML)")
+        q.add_argument("--out", type=Path, metavar="DIR",
+                       help="the output folder (default: the file's 'output')")
+
+    run = sub.add_parser("run", help="play games until stopped (or resume)")
+    common(run)
+    run.add_argument("--fresh", action="store_true",
+                     help="start afresh, deleting the stored games and field changes")
+    run.add_argument("--games", type=int, metavar="N",
+                     help="decide sets of N more games, finish them, and stop (default: "
+                          "play until stopped)")
+    run.add_argument("--resamples", type=int, default=1000, metavar="N",
+                     help="bootstrap resamples of the leaderboard written at the end "
+                          "(default 1000)")
+    run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="play on a Ray cluster (not yet supported for leagues: see "
+                          "docs/league.md)")
+
+    def change(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--wait", type=float, default=WAIT_S, metavar="S",
+                       help=f"how long to wait for a running league's answer (default "
+                            f"{WAIT_S:.0f} s)")
+
+    def bot_flags(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--no-sandbox", action="store_true",
+                       help="run the cmd: bot without bubblewrap (trusted bots only)")
+        q.add_argument("--read-only", action="append", default=[], type=Path,
+                       metavar="PATH", help="a path the bot may read (repeatable)")
+        q.add_argument("--no-check", action="store_true",
+                       help="skip arena check-bot's checks before the bot is queued")
+
+    add = sub.add_parser("add", help="add a bot to the league")
+    common(add)
+    add.add_argument("name", metavar="NAME", help="the bot's name in the league")
+    add.add_argument("spec", metavar="SPEC", help="a built-in, cmd:COMMAND, grpc://, "
+                     "grpcs:// or unix:PATH (paths from the current folder)")
+    bot_flags(add)
+    change(add)
+
+    update = sub.add_parser("update", help="add a new version of a bot (NAME@2, ...)")
+    common(update)
+    update.add_argument("name", metavar="NAME")
+    update.add_argument("spec", metavar="SPEC")
+    update.add_argument("--keep", action="store_true",
+                        help="keep the old version playing (default: it is retired)")
+    bot_flags(update)
+    change(update)
+
+    retire_p = sub.add_parser("retire", help="retire a bot: it keeps its games, plays no more")
+    common(retire_p)
+    retire_p.add_argument("name", metavar="NAME")
+    retire_p.add_argument("--reason", default="", help="why (stored, shown by status)")
+    change(retire_p)
+
+    status = sub.add_parser("status", help="show the league (reads the store only)")
+    common(status)
+    status.add_argument("--json", action="store_true", help="print it as JSON")
+
+    close = sub.add_parser("close", help="close the season: reveal its master seed")
+    common(close)
+    close.add_argument("--resamples", type=int, default=1000, metavar="N",
+                       help="bootstrap resamples of the season's leaderboard (default 1000)")
+    change(close)
+
+
+def cmd_league(args: argparse.Namespace) -> int:
+    try:
+        config = load_league(args.file, args.out)
+    except ConfigError as e:
+        raise LeagueUsage(str(e)) from None
+    command: Callable[[LeagueConfig, argparse.Namespace], int] = {
+        "run": _run, "add": _add, "update": _add, "retire": _retire, "status": _status,
+        "close": _close}[args.league_command]
+    return command(config, args)
+
+
+# -- the store ---------------------------------------------------------------------------
+
+
+def _claim(config: LeagueConfig) -> None:
+    try:
+        claim_folder(config.output, "league",
+                     f"choose another output in {config.path} or --out", Store.is_store)
+    except FolderError as e:
+        raise LeagueUsage(str(e)) from None
+
+
+def _open(config: LeagueConfig, lock: RunLock) -> Store:
+    """The league's store, opened with the run lock, checked against the file, with the
+    league's tables and the file's bots."""
+    out = config.output
+    try:
+        store = Store.open(out, lock)
+        os.chmod(out, 0o700)  # the store holds the secret master seeds
+        for suffix in ("", "-wal", "-shm"):
+            path = out / f"tournament.sqlite{suffix}"
+            if path.exists():
+                os.chmod(path, 0o600)
+    except StoreError as e:
+        raise LeagueUsage(str(e)) from None
+    try:
+        _prepare(config, store)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _prepare(config: LeagueConfig, store: Store) -> None:
+    base = config.base
+    try:
+        meta = store.meta()
+        if meta.get("format", FORMAT) != FORMAT:
+            raise LeagueUsage(f"{config.output}: holds a tournament, not a league; choose "
+                              f"another output in {config.path} or --out")
+        if "tournament_hash" in meta and meta["tournament_hash"] != config.digest:
+            raise LeagueUsage(
+                f"{config.path} has changed since the league in {config.output} was "
+                f"started (file sha256 {config.digest[:12]}, stored "
+                f"{meta['tournament_hash'][:12]}); restore the file (the field changes "
+                f"with 'arena league add/update/retire'), or run again with --fresh")
+        store.set_meta({
+            "name": config.name, "game": base.game, "options": json.dumps(base.options),
+            "seats": str(base.seats), "format": FORMAT, "deals": "1", "candidates": "[]",
+            "move_ms": str(base.move_ms), "bank_ms": str(base.bank_ms),
+            "max_faults": str(base.max_faults), "tournament_file": base.text,
+            "tournament_path": str(base.path), "tournament_hash": config.digest,
+            "arena_version": __version__,
+            "skipped": json.dumps([list(s) for s in base.skipped]),
+            "isolation": base.isolation})
+        ensure_tables(store)
+        folder = base.folder
+        register_file_bots(store, [
+            LeagueBot(b.name, b.name, 1, None, b, folder, b.name in config.house,
+                      config.house.get(b.name), "active") for b in base.bots])
+    except StoreError as e:
+        raise LeagueUsage(str(e)) from None
+
+
+def _take_lock(config: LeagueConfig) -> RunLock | None:
+    """The run lock if no run holds it (None while one does)."""
+    try:
+        return RunLock.take(config.output, "league")
+    except Held:
+        return None
+    except LockError as e:
+        raise LeagueUsage(str(e)) from None
+
+
+# -- run ---------------------------------------------------------------------------------
+
+
+def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    base = config.base
+    if args.ray is not None or base.engine == "ray":
+        raise LeagueUsage(f"{config.path}: a league does not run on Ray yet (only "
+                          f"tournaments do); leave out --ray and [cluster] engine = \"ray\"")
+    if args.games is not None and not 1 <= args.games <= 10**7:
+        raise LeagueUsage("--games must be 1..10000000")
+    if args.resamples < 1:
+        raise LeagueUsage("--resamples must be 1 or more")
+    for name, reason in base.skipped:
+        err.print(f"note: bot {clean(name)} left out: {clean(reason)}", markup=False)
+    confined = [b for b in base.bots if b.spec.kind == "cmd" and b.confinement.sandbox]
+    if confined:
+        why = sandbox_works()
+        if why is not None:
+            raise LeagueUsage(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: "
+                              f"{why}")
+    _claim(config)
+    try:
+        lock = RunLock.take(config.output, "league")
+    except LockError as e:
+        raise LeagueUsage(str(e)) from None
+    if args.fresh:
+        from arena.cli.tournament import remove_made_files
+        try:
+            shutil.rmtree(inbox.inbox_dir(config.output), ignore_errors=True)
+            left = remove_made_files(config.output)
+        except OSError as e:
+            lock.release()
+            raise LeagueUsage(f"{config.output}: --fresh cannot remove {e.filename}: "
+                              f"{e.strerror}") from None
+        if left:
+            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
+                      f"{config.output}: {', '.join(left[:5])}", markup=False)
+    store = _open(config, lock)
+    out = Console(highlight=False, soft_wrap=True)
+    with store:
+        out.print(f"{clean(config.name)}: league, {base.game}, {base.seats} seats, "
+                  f"{len(config.house)} house bot(s), {len(config.starting)} bot(s) from the "
+                  f"file; stored in {clean(str(config.output))}", markup=False)
+        err.print(f"isolation: {base.isolation}; {base.concurrency} game(s) at once",
+                  markup=False)
+        last = [time.monotonic(), 0]
+
+        def event(text: str) -> None:
+            err.print(clean(text), markup=False)
+
+        def started(league: League) -> None:
+            season = league.season
+            if season is not None:
+                out.print(f"season {season.season}: seed commitment (SHA-256 of the master "
+                          f"seed's decimal string):", markup=False)
+                print(season.commitment, flush=True)
+            if league.queue:
+                err.print(f"resuming: {league.games_stored} games stored; "
+                          f"{len(league.open_sets)} unfinished set(s) are finished first",
+                          markup=False)
+
+        def game(league: League) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 10:
+                rate = (league.summary.played - last[1]) / (now - last[0])
+                last[0], last[1] = now, league.summary.played
+                active = sum(b.active and not b.house for b in league.bots.values())
+                err.print(f"games {league.games_stored} ({rate:.2f}/s), sets in flight "
+                          f"{len(league.open_sets)}, {active} active bot(s), faults "
+                          f"{league.summary.faults}", markup=False)
+
+        start_cleanup()
+        summary: LeagueSummary | None = None
+        league: League | None = None
+        try:
+            summary, league = trio.run(lambda: run_league(
+                config, store, on_event=event, on_start=started, on_game=game,
+                max_games=args.games))
+        except KeyboardInterrupt:
+            summary = None
+        interrupted = summary is None or summary.interrupted
+        if summary is not None:
+            updates = sorted(summary.update_ms)
+            median = updates[len(updates) // 2] if updates else 0.0
+            out.print(f"played {summary.played} games in {summary.seconds:.1f} s "
+                      f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "
+                      f"{summary.sets} set(s) decided, {summary.faults} faults, "
+                      f"{summary.requests} field change(s); live rating update "
+                      f"{median:.3f} ms (median)", markup=False)
+        if league is not None:
+            for i, (name, elo, sigma, games) in enumerate(league.ranking()[:10], start=1):
+                out.print(f"  {i:>3} {clean(name):<24} {elo:7.1f} ± {sigma:5.1f}  "
+                          f"{games} games", markup=False)
+        if interrupted:
+            print(f"stopped: {store.count_done()} games kept; games in flight are played "
+                  f"again and unfinished sets finished by the next run: arena league run "
+                  f"{config.path}" + (f" --out {config.output}" if args.out else ""),
+                  file=sys.stderr)
+        _write_board(store, config.output, args.resamples)
+        return 130 if interrupted else 0
+
+
+def _write_board(store: Store, folder: Path, resamples: int) -> None:
+    from arena.report.board import build_leaderboard
+    from arena.report.text import write_leaderboard
+
+    try:
+        if not store.readonly:
+            store.set_meta({"resamples": str(resamples)})
+        board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
+                                  resamples=resamples)
+        write_leaderboard(folder, board)
+    except (StoreError, OSError) as e:
+        print(f"note: the leaderboard was not written: {one_line(str(e))}", file=sys.stderr)
+
+
+# -- add, update, retire, close ---------------------------------------------------------
+
+
+def _entry(config: LeagueConfig, args: argparse.Namespace) -> tuple[BotEntry, Path]:
+    """The bot the command line describes, checked as the file's bots are."""
+    where = f"{PROG} {args.league_command}"
+    try:
+        check_name(args.name, "NAME")
+    except NameError_ as e:
+        raise LeagueUsage(f"{where}: {e}") from None
+    try:
+        spec = parse_spec(args.spec, where)
+    except FieldError as e:
+        raise LeagueUsage(str(e)) from None
+    cwd = Path.cwd()
+    if spec.kind == "cmd":
+        program = command_args(spec.value)[0]
+        found = ((cwd / program).exists() if os.sep in program
+                 else shutil.which(program) is not None)
+        if not found:
+            raise LeagueUsage(f"{where}: bot {args.name}: cannot start: {program!r} not "
+                              f"found" + (f" in {cwd}" if os.sep in program else ""))
+    if spec.kind == "unix":
+        spec = BotSpec("unix", str((cwd / spec.value).absolute()))
+    if spec.kind in ("grpc", "grpcs"):
+        problem = spec.transport_problem()
+        if problem is not None:
+            raise LeagueUsage(f"{where}: bot {args.name}: {problem}")
+    for path in args.read_only:
+        if not path.exists():
+            raise LeagueUsage(f"{where}: --read-only {path}: no such file or folder")
+    confinement = Confinement(sandbox=not args.no_sandbox, limits=config.base.limits,
+                              read_only=tuple(p.absolute() for p in args.read_only))
+    if spec.kind == "cmd" and confinement.sandbox:
+        why = sandbox_works()
+        if why is not None:
+            raise LeagueUsage(f"{where}: bot {args.name}: cannot be sandboxed: {why}")
+    return BotEntry(args.name, spec, None, confinement), cwd
+
+
+def _check(config: LeagueConfig, entry: BotEntry, name: str) -> str | None:
+    """Run check-bot's checks on the bot (sandboxed as in a league game); None if it
+    passes, else why not (one line)."""
+    from arena.checkbot.checker import run_checks
+
+    if entry.spec.kind == "builtin":
+        return None
+    log_dir = temp_dir("trick-arena-league-check-")
+    try:
+        start_cleanup()
+        report = trio.run(run_checks, entry.spec, str(entry.spec), [config.base.game],
+                          config.base.move_ms, 1, log_dir, entry.confinement)
+    except HandshakeError as e:
+        return f"cannot start: {clean(str(e))}"
+    finally:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    failed = [c for c in report.checks if not c.ok]
+    if failed:
+        first = failed[0]
+        return (f"check-bot: {len(failed)} check(s) failed, first {first.name}"
+                f"{' (' + first.game + ')' if first.game else ''}: {clean(first.reason)}")
+    return None
+
+
+def _add(config: LeagueConfig, args: argparse.Namespace) -> int:
+    if args.wait <= 0:
+        raise LeagueUsage("--wait must be positive")
+    entry, cwd = _entry(config, args)
+    if not args.no_check:
+        problem = _check(config, entry, args.name)
+        if problem is not None:
+            print(f"{PROG} {args.league_command}: bot {args.name} refused: {problem}",
+                  file=sys.stderr)
+            return 1
+    request = {"id": inbox.new_id(), "kind": args.league_command, "name": args.name,
+               "entry": entry_json(entry, cwd), "keep": bool(getattr(args, "keep", False)),
+               "at": time.time()}
+    return _send(config, request, args.wait)
+
+
+def _retire(config: LeagueConfig, args: argparse.Namespace) -> int:
+    request = {"id": inbox.new_id(), "kind": "retire", "name": args.name,
+               "reason": args.reason, "at": time.time()}
+    return _send(config, request, args.wait)
+
+
+def _close(config: LeagueConfig, args: argparse.Namespace) -> int:
+    request = {"id": inbox.new_id(), "kind": "close", "at": time.time()}
+    code = _send(config, request, args.wait)
+    if code == 0:
+        with Store.open_readonly(config.output) as store:
+            _write_board(store, config.output, args.resamples)
+    return code
+
+
+def _send(config: LeagueConfig, request: dict[str, Any], wait_s: float) -> int:
+    """Apply ``request`` here if no run holds the store, else through the inbox (and here
+    after all if the run stops before it answers)."""
+    out = config.output
+    if not Store.exists(out):
+        _claim(config)
+    lock = _take_lock(config)
+    if lock is not None:
+        return _apply_here(config, request, lock)
+    try:
+        inbox.post(out, request)
+    except OSError as e:
+        raise LeagueUsage(f"{out}: cannot write the request into {inbox.INBOX}/: "
+                          f"{e.strerror}") from None
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = inbox.take_answer(out, request["id"])
+        if text is not None:
+            return _print_answer(Answer.from_json(text))
+        lock = _take_lock(config)
+        if lock is not None:  # the run stopped before it answered
+            text = inbox.take_answer(out, request["id"])
+            if text is not None:
+                lock.release()
+                return _print_answer(Answer.from_json(text))
+            inbox.withdraw(out, request["id"])
+            return _apply_here(config, request, lock)
+        if time.monotonic() > deadline:
+            print(f"{PROG}: no answer from the running league in {wait_s:.0f} s; the request "
+                  f"stays in {out / inbox.INBOX / (request['id'] + '.json')} and is applied "
+                  f"when a run reads it", file=sys.stderr)
+            return 3
+        time.sleep(0.1)
+
+
+def _apply_here(config: LeagueConfig, request: dict[str, Any], lock: RunLock) -> int:
+    with _open(config, lock) as store:
+        try:
+            if request["kind"] == "close":
+                answer = close_season(store, request["id"])
+            else:
+                house = {n: r for n, r in config.house.items()}
+                answer, _ = apply_request(store, request, house)
+        except StoreError as e:
+            raise LeagueUsage(str(e)) from None
+    if answer.ok and request["kind"] in ("add", "update"):
+        answer.message += " (no run holds the league: it joins when the league runs)"
+    return _print_answer(answer)
+
+
+def _print_answer(answer: Answer) -> int:
+    if answer.ok:
+        print(answer.message)
+        return 0
+    print(f"{PROG}: refused: {answer.message}", file=sys.stderr)
+    return 1
+
+
+# -- status ------------------------------------------------------------------------------
+
+
+def _status(config: LeagueConfig, args: argparse.Namespace) -> int:
+    out = config.output
+    if not Store.exists(out):
+        raise LeagueUsage(f"{out}: no league here yet (start it: arena league run "
+                          f"{config.path})")
+    try:
+        with Store.open_readonly(out) as store, store.snapshot():
+            if not has_tables(store):
+                raise LeagueUsage(f"{out}: not a league's store")
+            data = _status_data(store, config)
+    except StoreError as e:
+        raise LeagueUsage(str(e)) from None
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    console = Console(highlight=False, soft_wrap=True)
+    run = f"run: PID {data['run_pid']}" if data["run_pid"] else "run: none"
+    season = data["season"]
+    console.print(f"{clean(config.name)}: {data['games']} games, {data['sets']} sets "
+                  f"({data['open_sets']} unfinished); {run}; requests waiting "
+                  f"{data['inbox']}", markup=False)
+    if season:
+        console.print(f"season {season['season']} ({'closed' if season['closed'] else 'open'}"
+                      f"), commitment {season['commitment']}", markup=False)
+    for b in data["bots"]:
+        rating = "" if b["elo"] is None else f"{b['elo']:7.1f} ± {b['sigma']:5.1f}"
+        marks = " ".join(filter(None, [
+            "house" if b["house"] else "", b["status"],
+            f"after {b['previous']}" if b["previous"] else "",
+            f"({b['reason']})" if b["reason"] else ""]))
+        console.print(f"  {clean(b['name']):<24} {rating:>15}  {b['games']:>6} games  "
+                      f"{clean(marks)}", markup=False)
+    return 0
+
+
+def _status_data(store: Store, config: LeagueConfig) -> dict[str, Any]:
+    bots = load_bots(store)
+    live, games = rebuild_ratings(store, bots)
+    ratings = live.ratings()
+    sets = load_sets(store)
+    unfinished = open_sets_in(store.db)
+    season_list = seasons(store)
+    holder: int | None = None
+    try:
+        text = (config.output / "tournament.lock").read_text().strip()
+        shared = RunLock.share(config.output)
+        if shared is not None:
+            shared.release()
+    except Held as e:
+        holder = e.pid or (int(text) if text.isdigit() else None)
+    except (OSError, LockError):
+        pass
+    rows = []
+    house = {n for n, b in bots.items() if b.house}
+    order = sorted(bots.values(), key=lambda b: (b.house, not b.active,
+                                                 -(ratings[b.name].elo if b.name in ratings
+                                                   else 0.0), b.name))
+    for b in order:
+        r = ratings.get(b.name)
+        rows.append({"name": b.name, "house": b.house, "status": b.status,
+                     "previous": b.previous, "version": b.version_no,
+                     "fixed_rating": b.rating, "reason": b.reason,
+                     "elo": None if r is None or not r.games else round(r.elo, 1),
+                     "sigma": None if r is None or not r.games else round(r.sigma, 1),
+                     "games": 0 if r is None else r.games, "spec": str(b.entry.spec)})
+    current = season_list[-1] if season_list else None
+    return {"league": config.name, "games": games, "sets": len(sets),
+            "open_sets": len(unfinished), "run_pid": holder,
+            "inbox": len(inbox.pending(config.output)),
+            "season": None if current is None else {
+                "season": current.season, "commitment": current.commitment,
+                "closed": current.closed,
+                "seed": str(current.seed) if current.closed else None},
+            "house": sorted(house), "bots": rows}
+
+
+__all__ = ["LeagueUsage", "add_parser", "cmd_league"]

@@ -1,0 +1,225 @@
+"""League files (TOML): read and checked with one-line errors, as tournament files are.
+
+A league file has a tournament file's keys for the game, the seats, the options, the
+time control, the limits, the isolation, the concurrency, the cluster and the output
+(:mod:`arena.tournament.config`), and instead of a schedule:
+
+- ``[matchmaking]``: the parameters of :func:`arena.league.matchmaking.choose_tables`;
+- ``[[house]]``: the house bots (a bot's keys, and an optional fixed ``rating``);
+- ``[[bots]]``: the field the league starts with (optional: ``arena league add`` adds
+  bots while it runs);
+- ``seed``: the first season's master seed, for tests (drawn at random when absent).
+
+The format is documented in ``docs/league.md``. The league plays through the tournament
+machinery, so the file is also turned into a :class:`TournamentConfig` whose bots are
+the house bots and the starting field (:attr:`LeagueConfig.base`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from arena.model.errors import show
+from arena.model.limits import Limits
+from arena.proc.cgroup import usable_cores
+from arena.rules import GAMES, OptionError, option_specs
+from arena.rules.options import resolve_options
+from arena.tournament.config import (
+    ENGINES,
+    ISOLATIONS,
+    BotEntry,
+    ConfigError,
+    TournamentConfig,
+    _in,
+    _int,
+    _known,
+    _limits,
+    _seed,
+    _str,
+    _table,
+    parse_bots,
+    read_toml,
+)
+
+FORMAT = "league"
+"""The store's ``format`` of a league (a tournament's is its schedule's)."""
+
+_TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
+        "bots", "house", "isolation", "limits", "cluster", "matchmaking"}
+_TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
+_MATCHMAKING = {"top_weight", "new_games", "candidates", "met_weight", "top"}
+MAX_RATING = 10_000.0
+"""House ratings are Elo values within ±this."""
+
+
+@dataclass(frozen=True, slots=True)
+class Matchmaking:
+    """The parameters of :func:`arena.league.matchmaking.choose_tables` (its defaults)."""
+
+    top_weight: float = 0.5
+    new_games: int = 8
+    candidates: int = 24
+    met_weight: float = 1.0
+    top: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class LeagueConfig:
+    """A league file, checked."""
+
+    base: TournamentConfig
+    """The file as a tournament's configuration: game, seats, options, time, limits,
+    isolation, concurrency, cluster, output; its bots are the house bots, then the
+    starting field."""
+    house: dict[str, float | None]
+    """Each house bot's fixed Elo (None: rated like any bot, but not ranked)."""
+    matchmaking: Matchmaking = field(default_factory=Matchmaking)
+    seed: int | None = None
+    """The first season's master seed (None: drawn at random when the season starts)."""
+
+    @property
+    def path(self) -> Path:
+        return self.base.path
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def output(self) -> Path:
+        return self.base.output
+
+    @property
+    def digest(self) -> str:
+        return self.base.digest
+
+    @property
+    def starting(self) -> list[BotEntry]:
+        """The field the file starts the league with (house bots left out)."""
+        return [b for b in self.base.bots if b.name not in self.house]
+
+    @property
+    def house_bots(self) -> list[BotEntry]:
+        return [b for b in self.base.bots if b.name in self.house]
+
+
+def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
+    """Read and check a league file; raises :class:`ConfigError` (one line naming the file
+    and the key)."""
+    where = str(path)
+    text, data = read_toml(path, "league")
+    if "schedule" in data:
+        raise ConfigError(f"{where}: schedule: a league has no schedule: its tables are "
+                          f"chosen as it runs ([matchmaking])")
+    _known(where, "", data, _TOP)
+    name = _str(where, "name", data.get("name"))
+    game = _str(where, "game", data.get("game"))
+    if game not in GAMES:
+        raise ConfigError(f"{where}: game: {show(game)} is not a game; expected one of "
+                          f"{', '.join(GAMES)}")
+    specs = option_specs(game)
+    players = specs["players"]
+    seats = _int(where, "seats", data.get("seats", players.default), players.low, players.high)
+    raw_options = _table(where, "options", data.get("options", {}))
+    if "players" in raw_options:
+        raise ConfigError(f"{where}: options.players: set the number of players with "
+                          f"'seats' instead")
+    for key, value in raw_options.items():
+        try:
+            resolve_options(game, specs, {key: value})
+        except OptionError as e:
+            raise ConfigError(f"{where}: options.{key}: {e}") from None
+    options = resolve_options(game, specs, {**raw_options, "players": seats})
+    time_table = _table(where, "time", data.get("time", {}))
+    _known(where, "time", time_table, _TIME)
+    limits = _limits(where, "limits", data.get("limits", {}), Limits())
+    cluster = _table(where, "cluster", data.get("cluster", {}))
+    _known(where, "cluster", cluster, {"engine", "address", "retries", "working_dir"})
+    engine = _str(where, "cluster.engine", cluster.get("engine", "local"))
+    if engine not in ENGINES:
+        raise ConfigError(f"{where}: cluster.engine: {show(engine)}; expected one of "
+                          f"{', '.join(ENGINES)}")
+    address = cluster.get("address", "")
+    if not isinstance(address, str):
+        raise ConfigError(f"{where}: cluster.address: expected a string, got {show(address)}")
+    working_dir = None
+    if "working_dir" in cluster:
+        working_dir = (path.parent / _str(where, "cluster.working_dir",
+                                          cluster["working_dir"])).absolute()
+        if not working_dir.is_dir():
+            raise ConfigError(f"{where}: cluster.working_dir: {show(str(working_dir))} is "
+                              f"not a folder")
+    isolation = _str(where, "isolation", data.get("isolation", "deal"))
+    if isolation not in ISOLATIONS:
+        raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
+                          f"{', '.join(ISOLATIONS)}")
+    folder = path.absolute().parent
+    seen: set[str] = set()
+    house_raw = data.get("house")
+    house_bots, skipped = parse_bots(where, house_raw, limits, folder, table="house",
+                                     extra=frozenset({"rating"}), seen=seen, empty=True)
+    house: dict[str, float | None] = {}
+    by_name = {str(e.get("name")): (i, e) for i, e in enumerate(house_raw or [])
+               if isinstance(e, dict)}
+    for bot in house_bots:
+        i, entry = by_name[bot.name]
+        rating = entry.get("rating")
+        if rating is not None and (isinstance(rating, bool)
+                                   or not isinstance(rating, int | float)
+                                   or not math.isfinite(rating)
+                                   or abs(rating) > MAX_RATING):
+            raise ConfigError(f"{where}: house[{i}].rating: expected an Elo number "
+                              f"-{MAX_RATING:.0f}..{MAX_RATING:.0f}, got {show(rating)}")
+        house[bot.name] = None if rating is None else float(rating)
+    field_bots, left = parse_bots(where, data.get("bots"), limits, folder, seen=seen,
+                                  empty=True)
+    skipped += left
+    mm = _table(where, "matchmaking", data.get("matchmaking", {}))
+    _known(where, "matchmaking", mm, _MATCHMAKING)
+    matchmaking = Matchmaking(
+        top_weight=_number(where, "matchmaking.top_weight", mm.get("top_weight", 0.5), 0, 100),
+        new_games=_int(where, "matchmaking.new_games", mm.get("new_games", 8), 0, 10**6),
+        candidates=_int(where, "matchmaking.candidates", mm.get("candidates", 24), 1, 10**4),
+        met_weight=_number(where, "matchmaking.met_weight", mm.get("met_weight", 1.0), 0, 100),
+        top=_int(where, "matchmaking.top", mm.get("top", 3), 1, 1000))
+    seed_raw = data.get("seed")
+    seed = None if seed_raw is None else _seed(where, seed_raw)
+    out_text = _str(where, "output", data.get("output", f"out/{name}"))
+    if "\0" in out_text and (output is None or "output" in data):
+        raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
+    base = TournamentConfig(
+        path=path, text=text, name=name, game=game, seats=seats, options=options,
+        bots=(*house_bots, *field_bots), skipped=tuple(skipped),
+        move_ms=_int(where, "time.move_ms", time_table.get("move_ms", 1000), 1, 3_600_000),
+        bank_ms=_int(where, "time.bank_ms", time_table.get("bank_ms", 0), 0, 86_400_000),
+        max_faults=_int(where, "time.max_faults", time_table.get("max_faults", 3), 1, 10**6),
+        startup_ms=_int(where, "time.startup_ms", time_table.get("startup_ms", 10000), 1,
+                        600_000),
+        format=FORMAT, deals=1, seed=seed,
+        concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
+        concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
+        output=output or _in(folder, out_text), engine=engine, address=address,
+        working_dir=working_dir,
+        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100))
+    return LeagueConfig(base, house, matchmaking, seed)
+
+
+def with_bots(config: LeagueConfig, bots: tuple[BotEntry, ...]) -> LeagueConfig:
+    """``config`` with ``bots`` as its base's bots (the field as it is now)."""
+    return replace(config, base=replace(config.base, bots=bots))
+
+
+def file_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _number(where: str, key: str, value: Any, low: float, high: float) -> float:
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not low <= value <= high):
+        raise ConfigError(f"{where}: {key}: expected a number {low:g}..{high:g}, got "
+                          f"{show(value)}")
+    return float(value)

@@ -1,0 +1,560 @@
+"""Running a league: tables chosen as games finish, a field that changes while it runs.
+
+The tournament's machinery plays every game (bot pools, the sandbox and its limits, one
+deal per process, the fair clock, :func:`arena.tournament.runner.play_stored`, the store
+and its writer thread, the results chain); what differs is where the games come from:
+
+- **Sets.** Whenever a worker (``concurrency`` of them) wants a game and none is queued,
+  :func:`arena.league.matchmaking.choose_tables` chooses one table from the live ratings,
+  and the table is played as one duplicate set: its deal (the season's master seed and the
+  set number, :func:`arena.league.store.set_deal_seed`) in every rotation. The decision
+  (set number, season, derivation index, table, reason) is stored before its games. A set
+  started is always finished whole: by this run, or by the next one after a stop or a
+  kill -9 (its missing rotations are queued first). A bot retired while a set of it is in
+  flight plays that set to its end and no new one.
+- **Live ratings.** :class:`arena.league.live.LiveRatings` takes every finished game as it
+  is stored (a local Newton update, a full step every 50 games); they are rebuilt from the
+  store's results when a run starts. House bots with a rating are its fixed anchors.
+- **The field.** The inbox (:mod:`arena.league.inbox`) is read every half second, off the
+  game loop; each request is applied in one store transaction with its id, then takes
+  effect at once: an added bot's pool is opened (its hand-shake: a bot that fails is
+  retired with the reason) and it joins the next tables; a retired bot joins none, and its
+  pool is closed once its last set is finished.
+- **Seasons.** The first run draws a master seed (or takes the file's) and stores it with
+  its SHA-256 commitment; ``arena league close`` (through the inbox while a run goes on)
+  stops new sets, lets the sets in flight finish, reveals the seed and starts the next
+  season.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena.league import audit, inbox
+from arena.league.config import LeagueConfig
+from arena.league.live import LiveRatings
+from arena.league.matchmaking import BotState, choose_tables
+from arena.league.store import (
+    Answer,
+    LeagueBot,
+    Season,
+    SetDecision,
+    apply_request,
+    close_season,
+    decide,
+    load_bots,
+    load_sets,
+    retire,
+    seasons,
+    set_bot_info,
+    set_deal_seed,
+    start_season,
+)
+from arena.model.job import GameOutcome, SeatJob
+from arena.model.spec import command_args
+from arena.play.pool import BotPool
+from arena.proc.bwrap import bot_folders
+from arena.proc.connection import HandshakeError
+from arena.stats.ratings import GameScores
+from arena.tournament.runner import job_of, play_stored, stop_on_signal
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store
+from arena.tournament.writer import StoreWriter, store_writer
+
+DEALS_FOREVER = 1 << 62
+"""A league's processes never run out of deals: each set has its own."""
+
+
+class LeagueError(RuntimeError):
+    """The league cannot run; one line."""
+
+
+@dataclass(slots=True)
+class LeagueSummary:
+    played: int = 0
+    faults: int = 0
+    sets: int = 0
+    """Sets decided by this run."""
+    interrupted: bool = False
+    seconds: float = 0.0
+    requests: int = 0
+    update_ms: list[float] = field(default_factory=list)
+    """The live ratings' update time after each game, milliseconds."""
+
+
+def season_seed(file_seed: int | None, season: int) -> int:
+    """The master seed of ``season``: drawn at random, or derived from the file's ``seed``
+    (for tests: the same file gives the same deals)."""
+    if file_seed is None:
+        return secrets.randbits(128)
+    if season == 1:
+        return file_seed
+    digest = hashlib.sha256(f"trick-arena/league-season/{file_seed}/{season}".encode())
+    return int.from_bytes(digest.digest()[:16], "big")
+
+
+def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
+    """Rotation ``rotation`` of a set: table number = set number, deal number = season."""
+    return audit.game_of(decision.set_no, decision.season, decision.bots,
+                         decision.deal_seed, rotation)
+
+
+def rebuild_ratings(store: Store, bots: dict[str, LeagueBot]) -> tuple[LiveRatings, int]:
+    """The live ratings of every stored game, settled (the results table, not the records:
+    a second or so at 100,000 games); and the number of games."""
+    house = {b.name: b.rating for b in bots.values() if b.house and b.rating is not None}
+    live = LiveRatings(bots=[b.name for b in bots.values() if b.name not in house],
+                       house={k: v for k, v in house.items() if v is not None})
+    rows = store.db.execute(
+        "SELECT r.game_id, r.bot, r.score FROM results AS r JOIN games AS g ON g.id ="
+        " r.game_id WHERE g.status = 'done' ORDER BY g.seq, r.seat").fetchall()
+    count = 0
+    current: str | None = None
+    names: list[str] = []
+    scores: list[float] = []
+    for game_id, bot, score in [*rows, (None, "", 0)]:
+        if game_id != current:
+            if current is not None and len(names) >= 2:
+                live.record(GameScores(current, tuple(names), tuple(scores)), update=False)
+                count += 1
+            current, names, scores = game_id, [], []
+        names.append(str(bot))
+        scores.append(float(score))
+    if count:
+        live.settle()
+    return live, count
+
+
+def met_counts(sets: list[SetDecision]) -> dict[tuple[str, str], int]:
+    met: dict[tuple[str, str], int] = {}
+    for s in sets:
+        add_met(met, s.bots)
+    return met
+
+
+def add_met(met: dict[tuple[str, str], int], bots: tuple[str, ...]) -> None:
+    for i, a in enumerate(bots):
+        for b in bots[i + 1:]:
+            key = (a, b) if a < b else (b, a)
+            met[key] = met.get(key, 0) + 1
+
+
+class _Refused(BotPool):
+    """The pool of a bot that could not start: every lease fails, so its seat in a set
+    that must be finished is played as unreachable (``crash`` faults, then forfeited)."""
+
+    def __init__(self, name: str, reason: str) -> None:  # no processes: no pool's state
+        self.name = name
+        self.reason = reason
+
+    async def lease(self, deal: int, core: int | None = None) -> Any:
+        raise HandshakeError(self.reason)
+
+
+Event = Callable[[str], None]
+
+
+class League:
+    """A running league: its field, ratings, sets and pools (one run)."""
+
+    def __init__(self, config: LeagueConfig, store: Store, writer: StoreWriter,
+                 pools_nursery: trio.Nursery, summary: LeagueSummary,
+                 on_event: Event | None, on_game: Callable[[League], None] | None,
+                 max_games: int | None) -> None:
+        self.config = config
+        self.base = config.base
+        self.store = store
+        self.writer = writer
+        self.nursery = pools_nursery
+        self.summary = summary
+        self.on_event = on_event or (lambda text: None)
+        self.on_game = on_game
+        self.max_games = max_games
+        self.seats = self.base.seats
+        self.bots: dict[str, LeagueBot] = load_bots(store)
+        self.live, self.games_stored = rebuild_ratings(store, self.bots)
+        self.sets: dict[int, SetDecision] = {s.set_no: s for s in load_sets(store)}
+        self.met = met_counts(list(self.sets.values()))
+        self.next_set = max(self.sets, default=-1) + 1
+        done = store.done_ids()
+        self.done_in_set: dict[int, int] = {}
+        self.queue: deque[ScheduledGame] = deque()
+        for s in sorted(self.sets.values(), key=lambda d: d.set_no):
+            missing = [r for r in range(self.seats) if game_of(s, r).id not in done]
+            self.done_in_set[s.set_no] = self.seats - len(missing)
+            self.queue.extend(game_of(s, r) for r in missing)
+        self.open_sets = {n for n, k in self.done_in_set.items() if k < self.seats}
+        self.season_list = seasons(store)
+        self.seeds = {s.season: s.seed for s in self.season_list}
+        self.season: Season | None = next((s for s in reversed(self.season_list)
+                                           if not s.closed), None)
+        self.pools: dict[str, BotPool] = {}
+        self.ready: set[str] = set()
+        """Bots that may be seated: built-ins, and external bots whose pool is open."""
+        self.seat_jobs: dict[str, SeatJob] = {}
+        self._closers: dict[str, trio.Event] = {}
+        self._decide_lock = trio.Lock()
+        self._changed = trio.Event()
+        self._busy: set[str] = set()
+        """Requests being carried out (an added bot's hand-shake): not read again."""
+        self.closing: tuple[Path, dict[str, Any]] | None = None
+        self.planned = 0
+        """Games of the sets this run decided."""
+        self.stop = False
+        self.cores = sorted(os.sched_getaffinity(0))
+
+    # -- the field ------------------------------------------------------------------
+
+    def house_names(self) -> set[str]:
+        return {b.name for b in self.bots.values() if b.house}
+
+    def _seat_job(self, bot: LeagueBot) -> SeatJob:
+        hide = (self.base.output.absolute(), *self._folders())
+        own = self._folders(bot.name)
+        c, remote = bot.entry.confinement, bot.entry.spec.remote
+        read_only = tuple(str(p if p.is_absolute() else bot.cwd / p) for p in c.read_only)
+        return SeatJob(bot.name, bot.entry.spec.kind, bot.entry.spec.value, c.sandbox,
+                       tuple(sorted(_limits(c.limits).items())), read_only, c.env,
+                       tuple(str(h) for h in hide if h not in own),
+                       None if remote.tls_ca is None else remote.tls_ca.decode(),
+                       remote.server_name, remote.token, remote.insecure)
+
+    def _folders(self, only: str | None = None) -> list[Path]:
+        folders: list[Path] = []
+        for bot in self.bots.values():
+            if bot.entry.spec.kind == "cmd" and (only is None or bot.name == only):
+                folders += bot_folders(command_args(bot.entry.spec.value)[1:], bot.cwd)
+        return folders
+
+    def in_open_sets(self, name: str) -> bool:
+        return any(name in self.sets[n].bots for n in self.open_sets)
+
+    async def join(self, bot: LeagueBot, done: Callable[[str | None], Awaitable[None]]
+                   | None = None) -> None:
+        """Make ``bot`` playable: a built-in at once, an external bot once its pool's first
+        process has answered the hand-shake (in a task of its own, which holds the pool
+        until the bot leaves). ``done(error)`` is awaited after (None: joined)."""
+        self.seat_jobs[bot.name] = self._seat_job(bot)
+        if bot.entry.spec.kind == "builtin":
+            self.ready.add(bot.name)
+            await self.writer.call(lambda s: set_bot_info(
+                s, bot.name, {"version": "", "author": "trick-arena",
+                              "games": ("wizard", "trumps")}, self.base.isolation))
+            self._changed.set()
+            if done is not None:
+                await done(None)
+            return
+        closer = trio.Event()
+        self._closers[bot.name] = closer
+        self.nursery.start_soon(self._pool_task, bot, closer, done)
+
+    async def _pool_task(self, bot: LeagueBot, closer: trio.Event,
+                         done: Callable[[str | None], Awaitable[None]] | None) -> None:
+        base = self.base
+        hide = tuple(Path(h) for h in self.seat_jobs[bot.name].hide)
+        async with BotPool(bot.name, bot.entry.spec, base.output / "logs",
+                           base.startup_ms / 1000, bot.entry.confinement, base.isolation,
+                           DEALS_FOREVER, hide=hide, spares=1,
+                           max_idle=max(2, base.concurrency), cwd=bot.cwd) as pool:
+            try:
+                info = await pool.open(base.game)
+            except HandshakeError as e:
+                reason = f"failed to start in the run: {e}"
+                self.pools[bot.name] = _Refused(bot.name, str(e))
+                await self.writer.call(lambda s: retire(s, bot.name, reason))
+                self._retired(bot.name, reason)
+                self.on_event(f"bot {bot.name} retired: {reason}")
+                if done is not None:
+                    await done(reason)
+                return
+            self.pools[bot.name] = pool
+            await self.writer.call(lambda s: set_bot_info(
+                s, bot.name, {"version": info.version, "author": info.author,
+                              "protocol_version": info.protocol_version,
+                              "games": tuple(info.games)}, base.isolation))
+            if self.bots[bot.name].active:
+                self.ready.add(bot.name)
+            self._changed.set()
+            if done is not None:
+                await done(None)
+            await closer.wait()
+            self.ready.discard(bot.name)
+        self.pools.pop(bot.name, None)
+
+    def _retired(self, name: str, reason: str | None = None) -> None:
+        old = self.bots[name]
+        self.bots[name] = LeagueBot(old.name, old.base, old.version_no, old.previous,
+                                    old.entry, old.cwd, old.house, old.rating, "retired",
+                                    reason)
+        self.ready.discard(name)
+        self._release(name)
+
+    def _release(self, name: str) -> None:
+        """Close a retired bot's pool once no unfinished set needs it."""
+        bot = self.bots.get(name)
+        if bot is not None and not bot.active and not self.in_open_sets(name):
+            closer = self._closers.pop(name, None)
+            if closer is not None:
+                closer.set()
+
+    async def open_field(self) -> None:
+        """At the start: every active bot joins, and every retired bot that an unfinished
+        set still needs (it plays that set and no new one)."""
+        waiting = [b for b in self.bots.values() if b.active or self.in_open_sets(b.name)]
+        left = [len(waiting)]
+        all_done = trio.Event()
+
+        async def started(error: str | None) -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                all_done.set()
+
+        for bot in waiting:
+            await self.join(bot, started)
+        if waiting:
+            await all_done.wait()
+
+    # -- the inbox ------------------------------------------------------------------
+
+    async def read_inbox(self) -> None:
+        out = self.base.output
+        while True:
+            for path, request in await trio.to_thread.run_sync(inbox.pending, out):
+                if path.stem in self._busy:
+                    continue
+                await self._request(path, request)
+            if self.closing is not None:
+                await self._try_close()
+            await trio.sleep(inbox.POLL_S)
+
+    async def _request(self, path: Path, request: dict[str, Any] | None) -> None:
+        if request is None:
+            await trio.to_thread.run_sync(inbox.answer, path, Answer(
+                False, f"{path.name}: not a request of this arena").to_json())
+            return
+        kind = request.get("kind")
+        if kind == "close":
+            if self.closing is None:
+                self.closing = (path, request)
+                self._busy.add(path.stem)
+                self.on_event("close requested: no new set; the sets in flight finish first")
+            return
+        house = {n: b.rating for n, b in self.bots.items() if b.house}
+        answer, new = await self.writer.call(lambda s: apply_request(s, request, house))
+        self.summary.requests += new
+        if not (answer.ok and new):
+            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            return
+        self.on_event(answer.message)
+        fresh = await self.writer.call(load_bots)
+        for name, bot in fresh.items():
+            old = self.bots.get(name)
+            self.bots[name] = bot
+            if old is not None and old.active and not bot.active:
+                self._retired(name, bot.reason)
+        if kind == "retire" or answer.name is None:
+            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            self._changed.set()
+            return
+        self._busy.add(path.stem)
+        joined = self.bots[answer.name]
+
+        async def done(error: str | None) -> None:
+            final = answer if error is None else Answer(
+                False, f"{joined.name} was added, then retired: {error}", joined.name)
+            await trio.to_thread.run_sync(inbox.answer, path, final.to_json())
+            self._busy.discard(path.stem)
+
+        await self.join(joined, done)
+
+    async def _try_close(self) -> None:
+        """Close the season once no set of it is unfinished (then start the next)."""
+        assert self.closing is not None
+        if self.open_sets or self.queue:
+            return
+        path, request = self.closing
+        async with self._decide_lock:
+            answer = await self.writer.call(lambda s: close_season(s, str(request["id"])))
+            if answer.ok:
+                self.on_event(answer.message)
+                await self._new_season()
+                answer.extra["next_commitment"] = self.season.commitment if self.season \
+                    else None
+            self.closing = None
+            self._busy.discard(path.stem)
+            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            self._changed.set()
+
+    async def _new_season(self) -> None:
+        number = len(self.season_list) + 1
+        seed = season_seed(self.config.seed, number)
+        season = await self.writer.call(lambda s: start_season(s, seed, self.next_set))
+        self.season_list.append(season)
+        self.seeds[season.season] = season.seed
+        self.season = season
+        self.on_event(f"season {season.season} starts; seed commitment (SHA-256 of the "
+                      f"master seed's decimal string): {season.commitment}")
+
+    # -- the games ------------------------------------------------------------------
+
+    def _states(self) -> tuple[list[BotState], list[BotState]]:
+        ratings = self.live.ratings()
+        active: list[BotState] = []
+        house: list[BotState] = []
+        for name in sorted(self.ready):
+            bot = self.bots[name]
+            if not bot.active:
+                continue
+            r = ratings.get(name)
+            if r is None:
+                self.live.add_bot(name)
+                r = self.live.rating(name)
+            state = BotState(name, r.elo, 0.0 if r.house else r.sigma, r.games)
+            (house if bot.house else active).append(state)
+        return active, house
+
+    async def next_game(self) -> ScheduledGame | None:
+        """The next game to play: a queued rotation, else the first of a new set; None
+        when this run is to stop deciding sets and none is left."""
+        while True:
+            if self.queue:
+                return self.queue.popleft()
+            if self.stop:
+                return None
+            if (self.closing is None and (self.max_games is None
+                                          or self.planned < self.max_games)):
+                async with self._decide_lock:
+                    if self.queue:
+                        continue
+                    if await self._decide():
+                        continue
+            elif self.max_games is not None and self.planned >= self.max_games \
+                    and not self.open_sets:
+                self.stop = True
+                return None
+            self._changed = trio.Event()
+            with trio.move_on_after(1.0):
+                await self._changed.wait()
+
+    async def _decide(self) -> bool:
+        """Choose, store and queue one set; False when the field cannot fill a table."""
+        if self.season is None:
+            return False
+        active, house = self._states()
+        if not active or len(active) + len(house) < self.seats:
+            return False
+        mm = self.config.matchmaking
+        set_no = self.next_set
+        choice = choose_tables(active, house, self.met, self.seats, 1,
+                               seed=set_no ^ (self.season.seed & 0xFFFFFFFF),
+                               new_games=mm.new_games, candidates=mm.candidates,
+                               top=mm.top, top_weight=mm.top_weight,
+                               met_weight=mm.met_weight)[0]
+        decision = SetDecision(set_no, self.season.season, set_no, choice.table,
+                               choice.reason, set_deal_seed(self.season.seed, set_no))
+        await self.writer.call(lambda s: decide(s, decision))
+        self.next_set += 1
+        self.sets[set_no] = decision
+        self.open_sets.add(set_no)
+        self.done_in_set[set_no] = 0
+        add_met(self.met, decision.bots)
+        self.queue.extend(game_of(decision, r) for r in range(self.seats))
+        self.planned += self.seats
+        self.summary.sets += 1
+        return True
+
+    async def worker(self, slot: int) -> None:
+        core = self.cores[slot % len(self.cores)] if self.base.isolation != "shared" else None
+        while True:
+            scheduled = await self.next_game()
+            if scheduled is None:
+                self._changed.set()  # wake the others: they stop too
+                return
+            await trio.lowlevel.checkpoint()
+            while not all(b in self.pools or self.seat_jobs[b].kind == "builtin"
+                          for b in scheduled.bots):  # a pool still opening
+                await trio.sleep(0.05)
+            seed = self.seeds[scheduled.deal_no]
+            job = job_of(self.base, seed, scheduled, self.seat_jobs)
+            outcome = await play_stored(self.pools, job, scheduled, core, self.writer)
+            self._finished(scheduled, outcome)
+
+    def _finished(self, scheduled: ScheduledGame, outcome: GameOutcome) -> None:
+        started = time.perf_counter()
+        self.live.record(GameScores(scheduled.unit, scheduled.bots,
+                                    tuple(float(t) for t in outcome.record["totals"])))
+        self.summary.update_ms.append(1000 * (time.perf_counter() - started))
+        self.summary.played += 1
+        self.summary.faults += len(outcome.faults)
+        self.games_stored += 1
+        n = scheduled.table_no
+        self.done_in_set[n] = self.done_in_set.get(n, 0) + 1
+        if self.done_in_set[n] >= self.seats:
+            self.open_sets.discard(n)
+            for name in self.sets[n].bots:
+                self._release(name)
+            self._changed.set()
+        if self.on_game is not None:
+            self.on_game(self)
+
+    def ranking(self) -> list[tuple[str, float, float, int]]:
+        """The ranked bots by live rating (house bots left out): (name, elo, sigma,
+        games)."""
+        house = self.house_names()
+        ratings = self.live.ratings()
+        ranked = [r for r in ratings.values() if r.name not in house and r.games]
+        ranked.sort(key=lambda r: (-round(r.elo, 9), r.name))
+        return [(r.name, r.elo, r.sigma, r.games) for r in ranked]
+
+
+def _limits(limits: Any) -> dict[str, int]:
+    from dataclasses import asdict
+    return {k: int(v) for k, v in asdict(limits).items()}
+
+
+async def run_league(config: LeagueConfig, store: Store, *,
+                     on_event: Event | None = None,
+                     on_start: Callable[[League], None] | None = None,
+                     on_game: Callable[[League], None] | None = None,
+                     max_games: int | None = None) -> tuple[LeagueSummary, League | None]:
+    """Run the league until stopped (SIGINT/SIGTERM: finished games kept, games in flight
+    discarded and played again by the next run), or, with ``max_games``, until this run
+    has decided sets of that many games and they are finished."""
+    summary = LeagueSummary()
+    started = time.monotonic()
+    store.reset_unfinished()
+    league: League | None = None
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as outer:
+                outer.start_soon(stop_on_signal, signals, outer.cancel_scope, summary)
+                async with store_writer(store) as writer, trio.open_nursery() as pools:
+                    league = League(config, store, writer, pools, summary, on_event,
+                                    on_game, max_games)
+                    if league.season is None:
+                        await league._new_season()
+                    await league.open_field()
+                    if on_start is not None:
+                        on_start(league)
+                    async with trio.open_nursery() as work:
+                        work.start_soon(league.read_inbox)
+                        async with trio.open_nursery() as workers:
+                            for slot in range(league.base.concurrency):
+                                workers.start_soon(league.worker, slot)
+                        work.cancel_scope.cancel()
+                    pools.cancel_scope.cancel()
+                outer.cancel_scope.cancel()
+    finally:
+        summary.seconds = time.monotonic() - started
+    return summary, league

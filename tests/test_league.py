@@ -1,0 +1,393 @@
+"""``arena league`` end to end: real processes, real SQLite.
+
+A run with its field changed from other processes while it plays, a kill -9 and the
+resume (no game lost or doubled, no field change lost or applied twice, verify passes), a
+bad add refused while the league goes on, seasons closed and verified with the revealed
+seed (and a tampered decision or seed caught), house bots anchoring the published fit,
+the live and the published order of a settled league, bad input in one line. Built-in
+bots where a test is not about processes; no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, SAMPLE_BOTS, TEST_BOTS
+
+from arena.league import inbox
+from arena.league.runner import rebuild_ratings
+from arena.league.store import apply_request, entry_json, load_bots
+from arena.model.limits import Confinement
+from arena.model.spec import BotSpec
+from arena.report.board import build_leaderboard
+from arena.tournament.config import BotEntry
+from arena.tournament.store import Store
+
+ENV = dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def league_toml(folder: Path, *, house: str = "", bots: int = 5, seed: int = 11,
+                extra: str = "") -> Path:
+    lines = ['name = "lt"', 'game = "wizard"', "seats = 4", f"seed = {seed}",
+             "concurrency = 2", 'output = "out"', extra, "[time]", "move_ms = 500", house]
+    for i in range(bots):
+        lines += ["[[bots]]", f'name = "b{i}"',
+                  f'spec = "{"heuristic" if i % 2 else "random"}"']
+    path = folder / "league.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def arena(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena", *argv], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "arena", *argv], cwd=cwd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def query(out: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    path = out / "tournament.sqlite"
+    if not path.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
+def done(out: Path) -> int:
+    rows = query(out, "SELECT COUNT(*) FROM games WHERE status = 'done'")
+    return int(rows[0][0]) if rows else 0
+
+
+def wait_for(predicate: Any, proc: subprocess.Popen[str] | None, timeout: float = 120,
+             ) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.1)
+
+
+def games_of(out: Path, bot: str) -> int:
+    rows = query(out, "SELECT COUNT(*) FROM results WHERE bot = ?", (bot,))
+    return int(rows[0][0]) if rows else 0
+
+
+def stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    if proc.poll() is None:
+        proc.kill()
+    return proc.communicate(timeout=30)
+
+
+def no_unfinished_sets(out: Path, season: int | None = None) -> bool:
+    """Every set (of ``season``, if given) has its 4 games done."""
+    where = "" if season is None else f" WHERE season = {int(season)}"
+    sets = {r[0] for r in query(out, "SELECT set_no FROM league_sets" + where)}
+    counts: dict[int, int] = {}
+    for (seq,) in query(out, "SELECT seq FROM games WHERE status = 'done'"):
+        counts[seq // 4] = counts.get(seq // 4, 0) + 1
+    return all(counts.get(s, 0) == 4 for s in sets)
+
+
+# -- the field changes while the league runs, and a kill -9 ------------------------------
+
+
+def test_field_changes_while_running_then_kill_9_and_resume(tmp_path: Path) -> None:
+    path = league_toml(tmp_path)
+    out = tmp_path / "out"
+    proc = start("league", "run", str(path), cwd=tmp_path)
+    try:
+        wait_for(lambda: done(out) >= 4, proc)
+        # a sandboxed process bot, checked by check-bot first, joins the running league
+        added = arena("league", "add", str(path), "py-random",
+                      f"cmd:python {SAMPLE_BOTS / 'random_bot.py'}", cwd=tmp_path)
+        assert added.returncode == 0, added.stderr
+        assert "added py-random" in added.stdout
+        # a new version of a bot: rated apart, linked, the old one retired
+        updated = arena("league", "update", str(path), "b1", "heuristic", cwd=tmp_path)
+        assert updated.returncode == 0, updated.stderr
+        assert "b1@2" in updated.stdout and "b1 is retired" in updated.stdout
+        retired = arena("league", "retire", str(path), "b0", "--reason", "test",
+                        cwd=tmp_path)
+        assert retired.returncode == 0, retired.stderr
+        # a bot that cannot start is refused with its reason; the league goes on
+        before = done(out)
+        bad = arena("league", "add", str(path), "crash",
+                    f"cmd:python {TEST_BOTS / 'crasher.py'}", cwd=tmp_path)
+        assert bad.returncode == 1
+        assert "bot crash refused: cannot start" in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+        assert not query(out, "SELECT 1 FROM league_bots WHERE name = 'crash'")
+        wait_for(lambda: games_of(out, "py-random") >= 4 and games_of(out, "b1@2") >= 4
+                 and done(out) > before, proc)
+        status = arena("league", "status", str(path), "--json", cwd=tmp_path)
+        assert status.returncode == 0, status.stderr
+        data = json.loads(status.stdout)
+        by_name = {b["name"]: b for b in data["bots"]}
+        assert by_name["b0"]["status"] == "retired" and by_name["b0"]["reason"] == "test"
+        assert by_name["b1"]["status"] == "retired"
+        assert by_name["b1@2"]["previous"] == "b1"
+        assert data["run_pid"] == proc.pid
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        stop(proc)
+    kept = done(out)
+    retired_at = query(out, "SELECT retired_at FROM league_bots WHERE name = 'b0'")[0][0]
+    # every request applied once
+    kinds = sorted(r[0] for r in query(out, "SELECT kind FROM league_requests"))
+    assert kinds == ["add", "retire", "update"]
+    resumed = arena("league", "run", str(path), "--games", "8", "--resamples", "50",
+                    cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert done(out) >= kept + 8
+    rows = query(out, "SELECT COUNT(*), COUNT(DISTINCT id) FROM games WHERE status = 'done'")
+    assert rows[0][0] == rows[0][1] == done(out)
+    assert no_unfinished_sets(out)  # the set in flight at the kill was finished
+    # the retired bot joined no set decided after its retirement
+    late = query(out, "SELECT bots FROM league_sets WHERE decided_at > ?", (retired_at,))
+    assert late and all("b0" not in json.loads(r[0]) for r in late)
+    assert sorted(r[0] for r in query(out, "SELECT kind FROM league_requests")) == kinds
+    checked = arena("verify", str(out), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert "not yet revealed" in checked.stdout
+    board = json.loads((out / "leaderboard.json").read_text())
+    entries = {b["name"]: b for b in board["bots"]}
+    assert entries["b1@2"]["previous_version"] == "b1"
+    assert entries["b0"]["retired"] and entries["b0"]["games"] > 0
+
+
+def test_a_request_applied_before_a_kill_is_not_applied_twice(tmp_path: Path) -> None:
+    """The run applies a request in one transaction with its id, then answers and removes
+    the file: killed in between, the next run finds the id and only answers."""
+    path = league_toml(tmp_path)
+    out = tmp_path / "out"
+    first = arena("league", "run", str(path), "--games", "4", "--resamples", "10",
+                  cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    request = {"id": inbox.new_id(), "kind": "add", "name": "late",
+               "entry": entry_json(BotEntry("late", BotSpec.parse("random"), None,
+                                            Confinement()), tmp_path)}
+    with Store.open(out) as store:
+        answer, new = apply_request(store, request, {})
+        assert answer.ok and new
+    inbox.post(out, request)  # as a run killed before it answered would leave it
+    again = arena("league", "run", str(path), "--games", "4", "--resamples", "10",
+                  cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert not (out / "inbox" / f"{request['id']}.json").exists()
+    assert json.loads((out / "inbox" / f"{request['id']}.answer.json").read_text())["ok"]
+    assert query(out, "SELECT COUNT(*) FROM league_bots WHERE name = 'late'")[0][0] == 1
+    assert query(out, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
+
+
+def test_field_changes_without_a_run_are_applied_at_once(tmp_path: Path) -> None:
+    path = league_toml(tmp_path, bots=3)
+    added = arena("league", "add", str(path), "extra", "heuristic", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert "no run holds the league" in added.stdout
+    again = arena("league", "add", str(path), "extra", "random", cwd=tmp_path)
+    assert again.returncode == 1
+    assert again.stderr.strip() == ("arena league: refused: add: extra is in the league "
+                                    "already; a new version is 'arena league update FILE "
+                                    "extra SPEC'")
+    unknown = arena("league", "retire", str(path), "nobody", cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert "no bot 'nobody' in the league" in unknown.stderr
+    ran = arena("league", "run", str(path), "--games", "8", "--resamples", "10",
+                cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert games_of(tmp_path / "out", "extra") > 0
+
+
+# -- seasons, verify -------------------------------------------------------------------
+
+
+def test_season_close_reveals_the_seed_and_verify_checks_the_deals(tmp_path: Path) -> None:
+    path = league_toml(tmp_path, seed=424242)
+    out = tmp_path / "out"
+    ran = arena("league", "run", str(path), "--games", "8", "--resamples", "10",
+                cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    before = arena("verify", str(out), cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    assert "season 1: open; its master seed is not yet revealed" in before.stdout
+    closed = arena("league", "close", str(path), "--resamples", "10", cwd=tmp_path)
+    assert closed.returncode == 0, closed.stderr
+    assert "season 1 closed; its master seed is 424242" in closed.stdout
+    meta = dict(query(out, "SELECT key, value FROM meta"))
+    assert meta["seed"] == "424242"
+    after = arena("verify", str(out), cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert "not yet revealed" not in after.stdout
+    # the next run starts season 2, with a commitment of its own
+    second = arena("league", "run", str(path), "--games", "4", "--resamples", "10",
+                   cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "season 2: seed commitment" in second.stdout
+    assert arena("verify", str(out), cwd=tmp_path).returncode == 0
+    # a tampered decision is caught, naming the set
+    copy = tmp_path / "tampered"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    with sqlite3.connect(copy / "tournament.sqlite") as db:
+        bots = json.loads(db.execute("SELECT bots FROM league_sets WHERE set_no = 0")
+                          .fetchone()[0])
+        db.execute("UPDATE league_sets SET bots = ? WHERE set_no = 0",
+                   (json.dumps(bots[::-1]),))
+    bad = arena("verify", str(copy), cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "set 0" in bad.stderr
+    # a revealed seed that is not the committed one is caught
+    copy2 = tmp_path / "tampered2"
+    subprocess.run(["cp", "-r", str(out), str(copy2)], check=True)
+    with sqlite3.connect(copy2 / "tournament.sqlite") as db:
+        db.execute("UPDATE league_seasons SET seed = '424243' WHERE season = 1")
+    bad2 = arena("verify", str(copy2), cwd=tmp_path)
+    assert bad2.returncode == 1
+    assert "season 1" in bad2.stderr and "commitment" in bad2.stderr
+    # a deal seed changed with its decision (a set dealt from elsewhere) is caught too
+    copy3 = tmp_path / "tampered3"
+    subprocess.run(["cp", "-r", str(out), str(copy3)], check=True)
+    with sqlite3.connect(copy3 / "tournament.sqlite") as db:
+        db.execute("UPDATE league_sets SET deal_seed = '12345' WHERE set_no = 1")
+    bad3 = arena("verify", str(copy3), cwd=tmp_path)
+    assert bad3.returncode == 1
+    assert "set 1" in bad3.stderr
+    # export, verify of the export, leaderboard and publish work on a league's folder
+    assert arena("export", str(out), cwd=tmp_path).returncode == 0
+    assert arena("verify", str(out / "games.jsonl"), cwd=tmp_path).returncode == 0
+    board = arena("leaderboard", str(out), "--format", "md", "--resamples", "10",
+                  cwd=tmp_path)
+    assert board.returncode == 0, board.stderr
+    site = arena("publish", str(out), "--out", str(tmp_path / "site"), cwd=tmp_path)
+    assert site.returncode == 0, site.stderr
+
+
+def test_close_while_running_finishes_the_sets_then_reveals(tmp_path: Path) -> None:
+    path = league_toml(tmp_path)
+    out = tmp_path / "out"
+    proc = start("league", "run", str(path), cwd=tmp_path)
+    try:
+        wait_for(lambda: done(out) >= 2, proc)
+        closed = arena("league", "close", str(path), "--resamples", "10", cwd=tmp_path)
+        assert closed.returncode == 0, closed.stderr
+        assert "season 1 closed" in closed.stdout
+        # every set of season 1 was finished first (season 2's may already be under way)
+        assert no_unfinished_sets(out, season=1)
+        wait_for(lambda: bool(query(out, "SELECT 1 FROM league_sets WHERE season = 2")), proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+    finally:
+        stop(proc)
+    checked = arena("verify", str(out), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert "season 2: open" in checked.stdout
+
+
+# -- ratings ---------------------------------------------------------------------------
+
+
+HOUSE = """
+[[house]]
+name = "house-heuristic"
+spec = "heuristic"
+rating = 1600
+[[house]]
+name = "house-random"
+spec = "random"
+rating = 900
+"""
+
+
+def test_house_bots_anchor_the_scale_and_the_live_order_is_the_published_one(
+        tmp_path: Path) -> None:
+    path = league_toml(tmp_path, house=HOUSE, bots=6)
+    out = tmp_path / "out"
+    ran = arena("league", "run", str(path), "--games", "48", "--resamples", "50",
+                cwd=tmp_path, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    board = json.loads((out / "leaderboard.json").read_text())
+    entries = {b["name"]: b for b in board["bots"]}
+    assert entries["house-heuristic"]["house"] and entries["house-heuristic"]["rank"] is None
+    assert entries["house-heuristic"]["elo"] == 1600.0
+    assert entries["house-random"]["elo"] == 900.0
+    ranked = [b["name"] for b in board["bots"] if not b["house"]]
+    assert [b["rank"] for b in board["bots"] if not b["house"]] == list(
+        range(1, len(ranked) + 1))
+    # heuristic copies above random copies, on the anchors' scale
+    assert all(entries[f"b{i}"]["elo"] > 1200 for i in (1, 3, 5))
+    assert all(entries[f"b{i}"]["elo"] < 1200 for i in (0, 2, 4))
+    # the settled live ratings (rebuilt from the store) give the published order
+    with Store.open_readonly(out) as store:
+        live, count = rebuild_ratings(store, load_bots(store))
+        assert count == board["games"]
+        assert [r.name for r in live.ranking()] == ranked
+        for name, entry in entries.items():
+            assert live.rating(name).elo == pytest.approx(entry["elo"], abs=0.1)
+        md = arena("leaderboard", str(out), "--format", "md", "--resamples", "10",
+                   cwd=tmp_path)
+        assert "house-heuristic (house)" in md.stdout
+        # a set in flight is not counted on the board: only whole sets
+        games = list(store.iter_games())
+        lb = build_leaderboard(games[:-1], store.meta(), store.bots(), resamples=10)
+        assert lb["games"] == len(games) - 4
+
+
+# -- bad input --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("speed = 1", "speed: unknown key in the top level"),
+    ('[schedule]\nformat = "balanced"', "schedule: a league has no schedule"),
+    ('[[house]]\nname = "h"\nspec = "heuristic"\nrating = "high"',
+     "house[0].rating: expected an Elo number"),
+    ("[matchmaking]\ntop_weight = -1", "matchmaking.top_weight: expected a number 0..100"),
+    ("[matchmaking]\nfast = true", "matchmaking.fast: unknown key in [matchmaking]"),
+    ('[[house]]\nname = "b0"\nspec = "random"', "bots[0].name: 'b0' is used twice"),
+])
+def test_bad_league_files_get_one_line(tmp_path: Path, body: str, expected: str) -> None:
+    house = body.startswith("[[house")
+    path = league_toml(tmp_path, bots=2, extra="" if house else body,
+                       house=body if house else "")
+    got = arena("league", "status", str(path), cwd=tmp_path)
+    assert got.returncode == 2
+    lines = got.stderr.strip().splitlines()
+    assert len(lines) == 1, got.stderr
+    assert lines[0].startswith(str(path)), lines
+    assert expected in lines[0]
+
+
+def test_bad_commands_get_one_line(tmp_path: Path) -> None:
+    path = league_toml(tmp_path, bots=3)
+    cases = [
+        (["league", "add", str(path), "x\ty", "random"], "has U+0009"),
+        (["league", "add", str(path), "ok", "cmd:./nothing-here"], "cannot start"),
+        (["league", "add", str(path), "ok", "nonsense"], "bot"),
+        (["league", "run", str(path), "--games", "0"], "--games must be"),
+        (["league", "run", str(path), "--ray"], "does not run on Ray yet"),
+        (["league", "status", str(tmp_path / "missing.toml")], "cannot read"),
+        (["league", "status", str(path)], "no league here yet"),
+    ]
+    for argv, expected in cases:
+        got = arena(*argv, cwd=tmp_path)
+        assert got.returncode == 2, (argv, got.stderr)
+        lines = got.stderr.strip().splitlines()
+        assert len(lines) == 1, (argv, got.stderr)
+        assert expected in lines[0], (argv, lines[0])
