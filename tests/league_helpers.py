@@ -1,7 +1,7 @@
-"""What the league service's tests share: a league server process
-(tests/league_server.py: ``serve_league`` in front of a ``LocalBackend``), started on
-127.0.0.1 port 0 and ended (or killed) by the test; bot folders with their bot.toml; and
-submitting one over real gRPC."""
+"""What the league service's tests share: a league server process (``arena league serve
+FILE``: the league runner with the service in front), started on 127.0.0.1 port 0 and
+ended (or killed) by the test; bot folders with their bot.toml; and submitting one over
+real gRPC."""
 
 from __future__ import annotations
 
@@ -23,7 +23,26 @@ from arena.league.bundle import pack_to_temp
 from arena.model.league_api import AuthorLimits, SubmitStep
 from arena.wire.league import LeagueClient
 
-SERVER = REPO / "tests" / "league_server.py"
+LEAGUE_FILE = """name = "served"
+game = "trumps"
+seats = 3
+concurrency = 1
+output = "out"
+[options]
+draw = false
+[time]
+move_ms = 300
+[[house]]
+name = "heuristic"
+spec = "heuristic"
+rating = 1550
+[[house]]
+name = "random"
+spec = "random"
+rating = 1400
+"""
+"""Trumps without the draw at 3 seats: short games; the two house bots fill a table with
+the first submitted bot."""
 RANDOM_BOT = REPO / "sample_bots" / "python" / "random_bot.py"
 CRASH_BOT = REPO / "tests" / "checkbot_bots" / "crash_bot.py"
 
@@ -42,25 +61,42 @@ class League:
     port: int = 0
     web_url: str | None = None
     swept: list[str] = field(default_factory=list)
+    errors: Path | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.out.parent / "league.toml"
 
     def start(self, timeout_s: float = 60) -> League:
-        args = [sys.executable, str(SERVER), str(self.out), "--check-games",
-                str(self.check_games)]
+        if not self.file.exists():
+            self.file.write_text(LEAGUE_FILE)
+        args = [sys.executable, "-m", "arena", "league", "serve", str(self.file), "--json",
+                "--address", "127.0.0.1:0", "--check-games", str(self.check_games)]
         if self.tls is not None:
-            args += ["--tls", str(self.tls[0]), str(self.tls[1])]
+            args += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
         if self.web:
-            args.append("--web")
+            args += ["--web", "127.0.0.1:0"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
         env.update(TMPDIR=str(self.tmp), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(args, cwd=REPO, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.errors = self.out.parent / "serve.err"
+        with self.errors.open("a") as err:
+            self.proc = subprocess.Popen(args, cwd=self.out.parent, env=env, text=True,
+                                         stdout=subprocess.PIPE, stderr=err)
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
+        deadline = time.monotonic() + timeout_s
+        line = ""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 1.0)
+            if not ready:
+                continue
+            line = self.proc.stdout.readline()
+            if not line or line.startswith("{"):
+                break
+        if not line.startswith("{"):
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
-            raise AssertionError(f"the league server did not start: {err[-2000:]}")
+            self.proc.communicate(timeout=10)
+            raise AssertionError(f"the league server did not start: "
+                                 f"{self.errors.read_text()[-2000:]}")
         info = json.loads(line)
         self.port, self.web_url, self.swept = info["port"], info["web"], info["swept"]
         return self
@@ -69,7 +105,7 @@ class League:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:

@@ -1,14 +1,14 @@
 """The league service end to end, over real gRPC on loopback with real TLS (a CA made here,
-as in tests/test_remote_tls.py): a league server process (``serve_league`` in front of a
-``LocalBackend`` playing real sandboxed games), authors with tokens, bots submitted as
-bundles and put through check-bot.
+as in tests/test_remote_tls.py): ``arena league serve`` processes (the league runner
+playing real sandboxed games, the service in front), authors with tokens, bots submitted
+as bundles and put through check-bot.
 
 Covered: a Python bot joins and plays, its author reads its games and logs; tokens (none,
 another's, unknown), ownership (another's bot, another's log); an update and a repeated
 version; a bot that fails check-bot does not join and its author sees why; every hostile
 bundle refused in one line; concurrent submissions from several clients; a flood within
-the limits; kill -9 of the server during an upload and during a check loses nothing that
-was acknowledged and leaves nothing half done that counts."""
+the limits; kill -9 of the server during an upload, during a check and during games loses
+nothing that was acknowledged and leaves nothing half done that counts."""
 
 from __future__ import annotations
 
@@ -174,9 +174,9 @@ def test_another_authors_token_cannot_touch_a_bot_or_read_its_logs(
 
 def test_a_client_that_does_not_trust_the_certificate_is_refused(
         league: League, alice: str, certs: Certs) -> None:  # noqa: F811
-    with league.client(alice, ca=certs.other_ca.read_bytes()) as client:
-        with pytest.raises(LeagueCallError) as refused:
-            client.status()
+    with (league.client(alice, ca=certs.other_ca.read_bytes()) as client,
+          pytest.raises(LeagueCallError) as refused):
+        client.status()
     assert refused.value.code == "UNAVAILABLE" and "\n" not in str(refused.value)
     plain = LeagueClient(league.target, alice, tls=False, timeout_s=5)
     with plain, pytest.raises(LeagueCallError):
@@ -430,3 +430,31 @@ def test_figures_submission_to_first_game(own_league: League, tmp_path: Path) ->
     print(f"\nfigure: python bot, submission to first finished game (check-games 0): "
           f"{', '.join(f'{t:.2f}' for t in took)} s; p50 {statistics.median(took):.2f} s, "
           f"slowest {max(took):.2f} s")
+
+
+def test_kill9_during_games_loses_nothing_acknowledged(own_league: League,
+                                                       tmp_path: Path) -> None:
+    league = own_league.start()
+    token = league.author("quinn")
+    with league.client(token) as client:
+        kept = submit(client, bot_folder(tmp_path, "quinn-bot"))
+        assert verdict(kept) == ACCEPTED
+        finished: set[str] = set()
+        for event in client.events(timeout_s=120):
+            if event.kind == GAME_FINISHED and "quinn-bot" in event.bots:
+                finished.add(event.game_id)
+            if len(finished) >= 2 and event.kind == "game_started":
+                break  # a game is in flight now
+        before = {g.game_id for g in client.games()}
+    assert finished <= before
+    league.kill9()
+    league.start()
+    with league.client(token) as client:
+        assert _field(league, token) == {"quinn-bot": kept[-1].bundle}
+        after = {g.game_id for g in client.games()}
+        assert before <= after  # every game it had reported is still there
+        for event in client.events(timeout_s=120):  # and the league plays on
+            if event.kind == GAME_FINISHED and "quinn-bot" in event.bots:
+                break
+        else:
+            raise AssertionError("no game after the restart")

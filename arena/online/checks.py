@@ -18,6 +18,15 @@ from arena.model.spec import BotSpec, BotSpecError
 from arena.proc.connection import HandshakeError
 
 LOG_LINES = 8
+
+
+def sdk_env() -> tuple[tuple[str, str], ...]:
+    """The environment a submitted bot gets: ``PYTHONPATH`` to the folder holding this
+    arena's package, so that a ``python3`` bot imports the league's own SDK (``arena.sdk``;
+    the sandbox shows that package, and only it, read-only)."""
+    import arena
+
+    return (("PYTHONPATH", str(Path(arena.__file__).resolve().parents[1])),)
 _LIMITS = Limits()
 
 
@@ -29,6 +38,8 @@ class BundleCheck:
     games_per_kind: int = 1
     limits: Limits = _LIMITS
     sandbox: bool = True
+    games: tuple[str, ...] | None = None
+    """The games checked (the league's); None: every game the bot claims."""
 
     async def __call__(self, folder: Path, command: str, log_dir: Path,
                        report: CheckReport) -> tuple[bool, str]:
@@ -44,9 +55,10 @@ class BundleCheck:
         except BotSpecError as e:
             await line(False, f"FAIL command: {e}")
             return False, "its command cannot be run"
-        confinement = Confinement(self.sandbox, self.limits, read_only=(folder,))
+        confinement = Confinement(self.sandbox, self.limits, read_only=(folder,),
+                                  env=sdk_env())
         try:
-            result = await run_checks(spec, f"cmd:{command}", None, self.move_ms,
+            result = await run_checks(spec, f"cmd:{command}", self.games, self.move_ms,
                                       self.games_per_kind, log_dir, confinement, cwd=folder)
         except (HandshakeError, SandboxError) as e:
             await line(False, f"FAIL start: {e}")

@@ -1,6 +1,6 @@
 """``serve_league``: the league service (gRPC) and, if asked, the live page, in front of a
-running league's backend. ``arena league serve FILE`` calls it with the league's own
-backend; the tests and trials call it with :class:`arena.online.local.LocalBackend`."""
+running league's backend. ``arena league serve FILE`` calls it with the backend of the
+running league (:class:`arena.online.backend.RunnerBackend`)."""
 
 from __future__ import annotations
 
