@@ -68,6 +68,8 @@ ANSWER_WAIT_S = 300.0
 """How long a submission waits for the run to take it in (its hand-shake included)."""
 HISTORY = 500
 """Rating points kept per bot for its chart."""
+LOGS_KEPT = 50_000
+"""(game, bot) -> log entries kept in memory (the oldest are forgotten first)."""
 
 
 def public_state(view: View, seats: Sequence[str], to_move: int) -> dict[str, Any]:
@@ -159,6 +161,8 @@ class RunnerBackend(GameWatcher):
             path = getattr(conn, "log_path", None)
             if isinstance(path, Path):
                 self.logs[(game_id, player.name)] = path
+        while len(self.logs) > LOGS_KEPT:
+            del self.logs[next(iter(self.logs))]
         self._publish(LeagueEvent(GAME_STARTED, now, f"{game_id} started", game_id, seats))
 
         def seen(view: View, seat: int) -> None:
