@@ -93,6 +93,11 @@ def verdict(steps: list) -> str:  # type: ignore[type-arg]
     return str(steps[-1].verdict)
 
 
+def why(steps: list) -> str:  # type: ignore[type-arg]
+    """The steps that did not pass, for an assertion's message."""
+    return " | ".join(f"{s.stage}: {s.text}" for s in steps if not s.ok) or "all passed"
+
+
 def test_a_python_bot_joins_over_tls_and_its_author_reads_its_games_and_logs(
         league: League, alice: str, alice_bot: tuple[list, float]) -> None:  # type: ignore[type-arg]
     steps, started = alice_bot
@@ -348,7 +353,7 @@ def test_kill9_during_an_upload_loses_nothing_acknowledged(own_league: League,
     token = league.author("nina")
     with league.client(token) as client:
         kept = submit(client, bot_folder(tmp_path, "nina-kept"))
-    assert verdict(kept) == ACCEPTED
+    assert verdict(kept) == ACCEPTED, why(kept)
     sent = threading.Event()
 
     def upload() -> Iterator[league_pb2.SubmitRequest]:
@@ -384,7 +389,7 @@ def test_kill9_during_a_check_loses_nothing_acknowledged(own_league: League,
     token = league.author("omar")
     with league.client(token) as client:
         kept = submit(client, bot_folder(tmp_path, "omar-kept"))
-        assert verdict(kept) == ACCEPTED
+        assert verdict(kept) == ACCEPTED, why(kept)
         slow = bot_folder(tmp_path / "slow", "omar-slow",
                           prelude="import time\ntime.sleep(6)\n")
         seen = []
@@ -438,7 +443,7 @@ def test_kill9_during_games_loses_nothing_acknowledged(own_league: League,
     token = league.author("quinn")
     with league.client(token) as client:
         kept = submit(client, bot_folder(tmp_path, "quinn-bot"))
-        assert verdict(kept) == ACCEPTED
+        assert verdict(kept) == ACCEPTED, why(kept)
         finished: set[str] = set()
         for event in client.events(timeout_s=120):
             if event.kind == GAME_FINISHED and "quinn-bot" in event.bots:

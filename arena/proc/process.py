@@ -47,6 +47,29 @@ _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
 on a private unix socket, without TLS or a token."""
 
 
+SOCKET_PATH_MAX = 107
+"""The longest path of a unix socket (``sun_path`` holds 108 bytes with its NUL)."""
+
+SHORT_ROOT = "/tmp"
+"""Where socket folders go when the temporary folder's path is too long for a socket."""
+
+
+def socket_root() -> str:
+    """The folder that bots' socket folders are made in: the temporary folder
+    (``TMPDIR``), or :data:`SHORT_ROOT` when a socket under it would pass
+    :data:`SOCKET_PATH_MAX` bytes. ValueError (one line, naming the folder) when neither
+    can hold one."""
+    tail = len(f"/arena-bot-{os.getpid()}-xxxxxxxx/bot.sock")
+    root = tempfile.gettempdir()
+    if len(os.fsencode(root)) + tail <= SOCKET_PATH_MAX:
+        return root
+    if os.path.isdir(SHORT_ROOT) and os.access(SHORT_ROOT, os.W_OK | os.X_OK):
+        return SHORT_ROOT
+    raise ValueError(f"the temporary folder {root} is too long for a unix socket's path "
+                     f"({SOCKET_PATH_MAX} bytes) and {SHORT_ROOT} is not writable: set "
+                     "TMPDIR to a shorter folder")
+
+
 class BotProcess:
     """One ``cmd:`` bot process, confined (see :mod:`arena.proc.bwrap`), on a private socket.
 
@@ -98,7 +121,11 @@ class BotProcess:
         if self._proc is not None:
             raise RuntimeError("a BotProcess starts once")
         cwd = (self.cwd or Path.cwd()).absolute()
-        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-")
+        try:
+            root = socket_root()
+        except ValueError as e:
+            raise BotStartError(f"bot {self.name}: {e}") from None
+        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
         socket_path = os.path.join(self._dir, "bot.sock")
         self.target = f"unix:{socket_path}"
         confinement = self.confinement
