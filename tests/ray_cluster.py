@@ -19,6 +19,7 @@ list on stdout, a report per scenario. MODE:
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -48,6 +49,25 @@ def done_games(out: Path) -> int:
         return 0
 
 
+def _descends_from_here(pid: str) -> bool:
+    """Whether process ``pid`` is this script's descendant. This script is a child
+    subreaper (see :func:`main`), so a bot that outlives the Ray worker that started it is
+    reparented here and still counts; processes of tests running beside this one
+    (pytest-xdist) do not."""
+    here = str(os.getpid())
+    for _ in range(64):
+        if pid == here:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = stat.rsplit(")", 1)[1].split()[1]
+        if pid in ("0", "1"):
+            return False
+    return False
+
+
 def bot_count(needle: bytes) -> int:
     count = 0
     for entry in os.listdir("/proc"):
@@ -56,7 +76,8 @@ def bot_count(needle: bytes) -> int:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if needle in cmd and b"bwrap" not in cmd.split(b"\0")[0]:
+            if needle in cmd and b"bwrap" not in cmd.split(b"\0")[0] \
+                    and _descends_from_here(entry):
                 count += 1
     return count
 
@@ -135,6 +156,10 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
 
 
 def main() -> None:
+    # orphans (a bot whose Ray worker ended before it) are reparented here, not to init,
+    # so bot_count still sees them
+    PR_SET_CHILD_SUBREAPER = 36
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     args = sys.argv[1:]
     runs = [(args[i], args[i + 1], Path(args[i + 2])) for i in range(0, len(args), 3)]
     assert all(mode != "remove-node" for mode, _, _ in runs[:-1]), "remove-node goes last"
