@@ -370,6 +370,24 @@ def test_store_with_flipped_bytes(scratch: Path, store_bytes: bytes,
         shutil.rmtree(folder)
 
 
+def test_a_flipped_schema_byte_is_a_damaged_store(scratch: Path, store_bytes: bytes) -> None:
+    """A byte of SQLite's own schema text made invalid UTF-8 (found by the test above):
+    one line saying the store is damaged, from every command that reads it, never an
+    internal error."""
+    at = store_bytes.index(b"CREATE TABLE") + 8
+    damaged = bytearray(store_bytes)
+    damaged[at] ^= 0x80
+    folder = Path(tempfile.mkdtemp(dir=scratch))
+    store = folder / STORE_NAME
+    store.write_bytes(bytes(damaged))
+    for argv in (["leaderboard", folder], ["export", folder, "--out", folder / "x.jsonl"],
+                 ["publish", folder, "--out", folder / "site"], ["verify", folder]):
+        rc, _, err = cli(*argv)
+        assert rc == (1 if argv[0] == "verify" else 2), (argv, err)
+        assert_one_line(err.rstrip("\n"), f"{store}: damaged or not a trick-arena store")
+    shutil.rmtree(folder)
+
+
 def test_a_flipped_record_byte_names_its_game(scratch: Path, store_bytes: bytes) -> None:
     """A flip inside a record's text (not SQLite's structure) is named by game."""
     folder = Path(tempfile.mkdtemp(dir=scratch))

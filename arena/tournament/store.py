@@ -828,6 +828,9 @@ def _connect_readonly(path: Path, timeout: float = 30,
     try:
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         return db, None
+    except UnicodeDecodeError as e:  # a damaged schema text
+        db.close()
+        raise store_error(e, path, "read") from None
     except sqlite3.DatabaseError as e:
         db.close()
         if getattr(e, "sqlite_errorcode", 0) & 0xFF not in (8, 14):  # READONLY, CANTOPEN
@@ -849,7 +852,7 @@ def _connect_readonly(path: Path, timeout: float = 30,
     try:
         db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
         db.close()
         if shared is not None:
             shared.release()
