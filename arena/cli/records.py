@@ -52,8 +52,8 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
                     yield f"{path}:{number}", parse_record(line)
                 except RecordError as e:
                     yield f"{path}:{number}", e
-    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise UsageError(one_line(f"{path}: damaged gzip data: {e}")) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # starts as gzip, then is not
+        yield str(path), RecordError(f"damaged gzip data: {e}")
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror}") from None
 
