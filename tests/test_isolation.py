@@ -518,3 +518,130 @@ def test_each_game_in_flight_holds_its_bots_to_a_core_of_its_own(world: World) -
     assert all(len(seen) == 1 for seen in by_game.values()), by_game  # one core per game
     used = {next(iter(seen)) for seen in by_game.values()}
     assert len(used) >= 2, by_game  # the games in flight had different cores
+
+
+# -- kernel state that every sandbox shares (issue 17) ----------------------------------
+
+
+def data_file(world: World, mib: int = 24) -> Path:
+    """A fresh NON-sparse file for page-cache bits (a hole reads without I/O), on disk
+    (fsync) and out of the page cache (evicted as the arena's user)."""
+    path = world.folder / f"pages-{secrets.token_hex(4)}" / "pagecache.bin"
+    path.parent.mkdir()
+    block = os.urandom(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for _ in range(mib):
+            os.write(fd, block)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return path
+
+
+def pagecache_field(world: World, channel: str, data: Path) -> list[dict[str, Any]]:
+    return [{"name": "pages", "spec": hostile(world, "pagecache.py", "--channel", channel,
+                                              "--data", data)},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+def learned(run: Run, attack: str) -> list[dict[str, Any]]:
+    reports = run.last_reports(attack)
+    assert reports, f"no {attack} report in the logs"
+    return reports
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("channel", ["mincore", "cachestat", "nowait"])
+def test_a_sandboxed_bot_reads_no_page_cache_bit(world: World, channel: str) -> None:
+    run = run_tournament(world, f"pages-{channel}",
+                         pagecache_field(world, channel, data_file(world))).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "pagecache")
+    assert all(r["deal_recognised"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    assert any(r["errors"].get(channel) == "EPERM" for r in reports), reports
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(180)
+def test_control_unsandboxed_processes_remember_deals_in_the_page_cache(world: World) -> None:
+    """A fresh process per rotation (the default isolation) out of the sandbox: the
+    later rotations read the earlier ones' bits."""
+    field = trusted(pagecache_field(world, "mincore", data_file(world)))
+    run = run_tournament(world, "pages-control", field).check()
+    reports = learned(run, "pagecache")
+    assert sum(r["deal_recognised"] for r in reports) >= 1, reports
+    assert sum(r["cards_right"] for r in reports) > 0, reports
+
+
+def locks_field(world: World, *control: str) -> list[dict[str, Any]]:
+    return [{"name": "send", "spec": hostile(world, "locks.py", "--role", "send", *control)},
+            {"name": "recv", "spec": hostile(world, "locks.py", "--role", "recv")},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_two_sandboxed_bots_at_one_table_pass_nothing_through_file_locks(
+        world: World) -> None:
+    run = run_tournament(world, "locks", locks_field(world)).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "locks")
+    assert all(r["hands_read"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    senders = [r for r in reports if r["role"] == "send"]
+    assert senders and all(r["lock_errors"].get("setlk") == "EPERM" for r in senders), senders
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(150)
+def test_control_two_unsandboxed_bots_pass_their_hands_through_file_locks(
+        world: World) -> None:
+    run = run_tournament(world, "locks-control", trusted(locks_field(world))).check()
+    reports = learned(run, "locks")
+    assert sum(r["hands_read"] for r in reports if r["role"] == "recv") > 0, reports
+    assert sum(r["cards_right"] for r in reports) > 0, reports
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_can_neither_trace_nor_make_a_user_namespace(world: World) -> None:
+    field = [{"name": "ptrace", "spec": hostile(world, "ptrace.py")},
+             {"name": "unshare", "spec": hostile(world, "unshare.py")},
+             {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "ptrace", field, move_ms=5000).check()
+    assert run.games_done() == games(3, 1)
+    traced = learned(run, "ptrace")
+    assert all(not r.get("attached") and not r.get("peeked") and not r.get("vm_read")
+               for r in traced), traced
+    assert all(r["errors"].get("attach") == "EPERM" for r in traced), traced
+    nested = learned(run, "unshare")
+    assert all(r["unshare_user"] != "ok" and not r["root_inside"] for r in nested), nested
+    assert all(r["unshare_command"] != "ok" for r in nested), nested
+    assert run.faults() == []
+
+
+@needs_sandbox
+def test_control_without_the_filter_the_same_sandbox_traces_and_unshares(
+        tmp_path: Path) -> None:
+    """The same bubblewrap view without the seccomp options: ptrace and a nested user
+    namespace work, so the test above can fail."""
+    from arena.model.limits import Confinement
+    from arena.proc.bwrap import bwrap_args
+
+    probe = ("import ctypes, os, sys\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    import time; time.sleep(5); os._exit(0)\n"
+             "ok = libc.ptrace(16, pid, None, None) == 0\n"
+             "os.kill(pid, 9); os.waitpid(pid, 0)\n"
+             "print('attach', ok, 'unshare', libc.unshare(0x10000000) == 0)\n")
+    script = tmp_path / "probe.py"
+    script.write_text(probe)
+    args = bwrap_args([sys.executable, str(script)], tmp_path, tmp_path,
+                      Confinement(), {"PATH": "/usr/bin:/bin"})
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.split() == ["attach", "True", "unshare", "True"], done

@@ -133,8 +133,25 @@ def bot_folders(args: list[str], cwd: Path) -> list[Path]:
     return folders
 
 
+def seccomp_fd() -> int:
+    """A fresh file descriptor holding the bots' seccomp filter (see
+    :mod:`arena.proc.seccomp`); :class:`SandboxError` in one line when libseccomp is
+    missing or cannot build it. Pass it to the child and close it after the spawn."""
+    try:
+        from arena.proc.seccomp import filter_fd
+    except (ImportError, OSError) as e:
+        raise SandboxError(
+            f"the bots' seccomp filter needs libseccomp and its Python binding pyseccomp "
+            f"(apt-get install libseccomp2; pip install pyseccomp): {e}") from None
+    try:
+        return filter_fd()
+    except (OSError, RuntimeError, ValueError) as e:
+        raise SandboxError(f"cannot build the bots' seccomp filter: {e}") from None
+
+
 def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confinement,
-               env: dict[str, str], hide: tuple[Path, ...] = ()) -> list[str]:
+               env: dict[str, str], hide: tuple[Path, ...] = (),
+               seccomp: int | None = None) -> list[str]:
     """The bubblewrap command line that runs ``args`` confined, in the folder ``cwd``.
 
     The command is run exactly as written, in ``cwd``: its arguments are never changed.
@@ -145,9 +162,13 @@ def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confin
     outside. Writable: its socket folder and a private /tmp. ``hide`` (the output
     folder, other bots' folders) is covered by an empty folder wherever it lies inside
     what is visible. Own user, PID, IPC, network, UTS and cgroup namespaces; no network
-    at all.
+    at all. ``seccomp``: the file descriptor of the seccomp filter (:func:`seccomp_fd`),
+    loaded last, just before the bot's command; nested user namespaces are refused.
     """
+    from arena.proc.seccomp import bwrap_options
+
     out = [bwrap_binary(), *_bwrap_view(args, cwd, confinement, hide),
+           *(bwrap_options(seccomp) if seccomp is not None else []),
            "--bind", str(socket_dir), str(socket_dir), "--clearenv"]
     for key, value in env.items():
         out += ["--setenv", key, value]

@@ -25,7 +25,7 @@ from arena.model.errors import BotStartError, SandboxError
 from arena.model.files import FolderError, private_dir, safe_name
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
-from arena.proc.bwrap import bwrap_args, idle_start_possible, spawn_wrapper
+from arena.proc.bwrap import bwrap_args, idle_start_possible, seccomp_fd, spawn_wrapper
 from arena.proc.cgroup import Cgroup, limit_mechanism
 from arena.proc.logs import drain_to_log, log_text, open_new_log
 from arena.wire.channels import Channel, new_channel, wait_serving
@@ -115,9 +115,12 @@ class BotProcess:
                                 f"Permission denied")
         env = bot_environment(self.target, confinement)
         mechanism = limit_mechanism()
+        filter_fd: int | None = None
         try:
             if confinement.sandbox:
-                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide)
+                filter_fd = seccomp_fd()
+                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide,
+                                  seccomp=filter_fd)
                 env = {}
             else:
                 env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
@@ -125,6 +128,7 @@ class BotProcess:
             if mechanism.cgroups:
                 self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
         except SandboxError as e:
+            _close(filter_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
         args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
@@ -132,18 +136,22 @@ class BotProcess:
             private_dir(self.log_path.parent)
             log_fd, self.log_path = open_new_log(self.log_path)
         except (FolderError, OSError) as e:
+            _close(filter_fd)
             self._cleanup()
             why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
             raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
         try:
             self._proc = subprocess.Popen(
                 args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, start_new_session=True)
+                stderr=subprocess.PIPE, start_new_session=True,
+                pass_fds=() if filter_fd is None else (filter_fd,))
         except OSError as e:
             os.close(log_fd)
+            _close(filter_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
+        _close(filter_fd)  # bubblewrap has its own copy
         self._drain = drain_to_log(self._proc, log_fd)
         self._deadline = time.monotonic() + self.startup_s
 
@@ -418,6 +426,11 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
                     "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
     env.update(dict(confinement.env))
     return env
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
 
 
 def _signal_name(signo: int) -> str:
