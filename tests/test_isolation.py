@@ -645,3 +645,42 @@ def test_control_without_the_filter_the_same_sandbox_traces_and_unshares(
                       Confinement(), {"PATH": "/usr/bin:/bin"})
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.split() == ["attach", "True", "unshare", "True"], done
+
+
+def forkchain_field(world: World) -> list[dict[str, Any]]:
+    return [{"name": "chain", "spec": hostile(world, "forkchain.py", "--chain", "sh")},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_fork_chain_does_no_work_while_stopped(world: World) -> None:
+    """The cgroup freezer stops the whole cgroup at once, new processes included."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: bots are not stopped between calls")
+    run = run_tournament(world, "chain", forkchain_field(world), move_ms=3000).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "forkchain")
+    assert sum(r["links"] for r in reports) > 0, reports  # the chain ran
+    assert all(r["stopped_links"] == 0 for r in reports), reports
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: World) -> None:
+    """Without the freezer (a SIGSTOP sweep, repeated until the list is stable and every
+    thread has stopped): the chain's links run while the bot's main process is stopped.
+    Where one outlives the sweep, the CPU check at the next call says so, with a resource
+    fault against that bot only (an honest bot is never faulted)."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: bots are not stopped between calls")
+    run = run_tournament(world, "chain-control", forkchain_field(world), move_ms=3000,
+                         env={"ARENA_NO_FREEZER": "1"}).check()
+    reports = learned(run, "forkchain")
+    assert sum(r["stopped_links"] for r in reports) > 0, reports
+    faults = run.faults()
+    assert {bot for bot, _, _ in faults} <= {"chain"}, faults
+    assert all(kind == "resource" and "used CPU while stopped" in detail
+               for _, kind, detail in faults), faults

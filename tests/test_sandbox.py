@@ -338,3 +338,49 @@ def test_sdk_bots_stopped_between_calls_end_on_sigterm_not_sigkill(
         assert process.exit_text() == "exited with code 0", process.exit_text()
         assert took < 0.6, took  # the grace is 1 s
         assert "stopping" in process.log_path.read_text()
+
+
+async def _stopped_cpu(proc: BotProcess, rest_s: float) -> tuple[int, int, int]:
+    """Start ``proc``; stop it; its CPU time when stopped and ``rest_s`` later; then,
+    continued, once its CPU time has grown past that (the bot does use CPU)."""
+    channel = await proc.start()
+    channel.close()
+    try:
+        await trio.sleep(0.2)  # let it get going
+        proc.freeze()
+        stopped = proc.cpu_ns() or 0
+        await trio.sleep(rest_s)
+        later = proc.cpu_ns() or 0
+        proc.thaw()
+        running = later
+        with trio.move_on_after(20):
+            while running <= later:
+                await trio.sleep(0.01)
+                running = proc.cpu_ns() or 0
+        return stopped, later, running
+    finally:
+        await proc.aclose()
+
+
+@needs_cgroups
+@pytest.mark.parametrize("bot", ["spinner.py", "forkchain.py --chain sh"])
+@pytest.mark.parametrize("stop", ["freezer", "sweep"])
+def test_a_stopped_bot_gets_no_cpu(arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,
+                                   bot: str, stop: str) -> None:
+    """Deterministic: a stopped bot's CPU time does not move, whatever the machine's load
+    (a busy loop in two threads; a chain of short-lived processes, which outruns a
+    SIGSTOP sweep, so only the freezer is asked to hold it). Control: continued, the
+    same bot's CPU time grows."""
+    if stop == "sweep":
+        if bot.startswith("forkchain"):
+            pytest.skip("a fork chain outruns a SIGSTOP sweep: see the forkchain tests")
+        monkeypatch.setenv("ARENA_NO_FREEZER", "1")
+    elif "freezer" not in limit_mechanism().base and limit_mechanism().kind != "cgroup2":
+        pytest.skip("no cgroup freezer here")
+    script, *args = bot.split()
+    proc = BotProcess("stopped", bot_cmd(TEST_BOTS / "hostile" / script, *args)[4:],
+                      arena_sandbox.tmp / "logs" / "stopped.log", startup_s=60, idle=False,
+                      confinement=Confinement(sandbox=sandbox_works() is None))
+    stopped, later, running = run_trio(_stopped_cpu, proc, 0.5)
+    assert later == stopped, (stopped, later)
+    assert running > later, (later, running)

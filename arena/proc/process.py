@@ -222,6 +222,11 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.thaw()
 
+    def take_cpu_while_stopped(self) -> int:
+        """CPU time (ns) the bot's processes got while stopped since this was last asked:
+        0 unless a process escaped the stop (see :meth:`Cgroup.thaw`)."""
+        return self._cgroup.take_cpu_while_stopped() if self._cgroup is not None else 0
+
     def pin(self, core: int | None) -> None:
         """Hold the bot's processes to one core (None: release), where cgroups allow."""
         if self._cgroup is not None:
@@ -376,8 +381,7 @@ class BotProcess:
         if proc is None:
             return
         if self._cgroup is not None:
-            # thawed first: a frozen process does not act on signals (cgroup v1)
-            self._cgroup.thaw()
+            # (a frozen bot is thawed for a SIGTERM, killed frozen then thawed for SIGKILL)
             # SIGTERM goes to the bot, not to bubblewrap, which would end it with SIGKILL
             spare = proc.pid if signo == signal.SIGTERM and self.confinement.sandbox else None
             self._cgroup.kill_all(signo, spare)
