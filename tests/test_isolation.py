@@ -617,6 +617,8 @@ def test_a_sandboxed_bot_can_neither_trace_nor_make_a_user_namespace(world: Worl
     assert all(not r.get("attached") and not r.get("peeked") and not r.get("vm_read")
                for r in traced), traced
     assert all(r["errors"].get("attach") == "EPERM" for r in traced), traced
+    # /proc/1/mem is still readable to it, but pid 1 is the bot itself (--as-pid-1)
+    assert all(r["pid1_is_self"] for r in traced), traced
     nested = learned(run, "unshare")
     assert all(r["unshare_user"] != "ok" and not r["root_inside"] for r in nested), nested
     assert all(r["unshare_command"] != "ok" for r in nested), nested
@@ -641,7 +643,7 @@ def test_control_without_the_filter_the_same_sandbox_traces_and_unshares(
              "print('attach', ok, 'unshare', libc.unshare(0x10000000) == 0)\n")
     script = tmp_path / "probe.py"
     script.write_text(probe)
-    args = bwrap_args([sys.executable, str(script)], tmp_path, tmp_path,
+    args = bwrap_args([sys.executable, str(script)], tmp_path,
                       Confinement(), {"PATH": "/usr/bin:/bin"})
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.split() == ["attach", "True", "unshare", "True"], done
@@ -684,3 +686,67 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     assert {bot for bot, _, _ in faults} <= {"chain"}, faults
     assert all(kind == "resource" and "used CPU while stopped" in detail
                for _, kind, detail in faults), faults
+
+
+def sockfill_field(world: World, *args: object) -> list[dict[str, Any]]:
+    return [{"name": "fill", "spec": hostile(world, "sockfill.py", *args)},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+def host_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_fills_only_its_small_socket_folder(world: World) -> None:
+    """The socket folder is a 64 KiB tmpfs inside the sandbox: the fill stops there and
+    nothing of it is on the host."""
+    run = run_tournament(world, "fill", sockfill_field(world)).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "sockfill")
+    assert all(r["folder"] == "/run/arena" and r["written_mb"] <= 1 and r["error"]
+               for r in reports), reports
+    assert host_files(world.tmp) == []
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(150)
+def test_control_an_unsandboxed_bot_fills_its_host_socket_folder(world: World) -> None:
+    run = run_tournament(world, "fill-control", trusted(sockfill_field(world, "--max-mb", 20)),
+                         **CONTROL).check()
+    reports = learned(run, "sockfill")
+    assert any(r["written_mb"] == 20 and r["folder"].startswith(str(world.tmp))
+               for r in reports), reports
+    left = host_files(world.tmp)
+    assert any("hostile-sub" in p for p in left), left  # a subfolder stays on the host
+    for folder in world.tmp.glob("arena-bot-*"):
+        shutil.rmtree(folder)
+
+
+DOCUMENTED_ENV = {"ARENA_BOT_LISTEN", "PYTHONUNBUFFERED", "PATH", "HOME", "TMPDIR", "LANG",
+                  "PYTHONDONTWRITEBYTECODE", "PWD"}
+"""docs/protocol.md's environment of a sandboxed bot (``PWD``: bubblewrap's own)."""
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environment(
+        world: World) -> None:
+    field = [{"name": "view", "spec": hostile(world, "view.py")},
+             {"name": "py-heuristic", "spec": PY_HEURISTIC},
+             {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "view", field).check()
+    reports = [r for r in learned(run, "view") if not r["control"]]
+    assert reports
+    for r in reports:
+        argv = r["pid1_argv"]
+        assert argv[1].endswith("/view.py") and "--tag" in argv, argv  # pid 1 is the bot
+        assert not any(a.startswith("--ro-bind") or a == "--setenv" for a in argv), argv
+        keys = {e.partition("=")[0] for e in r["env_initial"]}
+        assert keys == DOCUMENTED_ENV, keys
+        assert r["env_added"] == [], r["env_added"]  # importing arena.sdk adds nothing
+        assert str(run.out) not in " ".join(r["paths"]), r["paths"]
+        assert not r["arena_pid"], r
+    assert run.faults() == []

@@ -22,12 +22,15 @@ from arena.proc.cgroup import Cgroup, Mechanism
 BWRAP_PACKAGE = "bubblewrap"
 
 
-def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
-    """``prlimit`` options for what cgroups do not cover (all of them without cgroups)."""
+def rlimit_args(limits: Limits, mechanism: Mechanism, sandboxed: bool = False) -> list[str]:
+    """``prlimit`` options for what cgroups do not cover (all of them without cgroups).
+    ``sandboxed``: the bot is its sandbox's pid 1 (``--as-pid-1``), which the kernel's
+    SIGXCPU does not end: its CPU limit is a hard one (SIGKILL at the limit)."""
     args: list[str] = []
     if limits.cpu_s:
         # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
-        args.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}")
+        hard = limits.cpu_s if sandboxed else limits.cpu_s + 5
+        args.append(f"--cpu={limits.cpu_s}:{hard}")
     if limits.file_mb:
         args.append(f"--fsize={limits.file_mb << 20}")
     if limits.open_files:
@@ -149,9 +152,17 @@ def seccomp_fd() -> int:
         raise SandboxError(f"cannot build the bots' seccomp filter: {e}") from None
 
 
-def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confinement,
+SOCKET_DIR = "/run/arena"
+"""The bot's socket folder, inside its sandbox: a tmpfs of its own, :data:`SOCKET_DIR_BYTES`
+in size, mode 0700, never bound from the host. The arena reaches it through
+``/proc/<the sandbox's first process>/root`` (see :mod:`arena.proc.process`)."""
+
+SOCKET_DIR_BYTES = 65536
+
+
+def bwrap_args(args: list[str], cwd: Path, confinement: Confinement,
                env: dict[str, str], hide: tuple[Path, ...] = (),
-               seccomp: int | None = None) -> list[str]:
+               seccomp: int | None = None, info_fd: int | None = None) -> list[str]:
     """The bubblewrap command line that runs ``args`` confined, in the folder ``cwd``.
 
     The command is run exactly as written, in ``cwd``: its arguments are never changed.
@@ -159,20 +170,54 @@ def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confin
     or interpreter and its prefix, the folder of each argument that names an existing
     file (the bot's own folder), extra ``read_only`` paths. ``cwd`` itself always exists
     (an empty folder where none of those shows it), so that relative paths resolve as
-    outside. Writable: its socket folder and a private /tmp. ``hide`` (the output
+    outside. Writable: its socket folder (:data:`SOCKET_DIR`, a small tmpfs of its own)
+    and a private /tmp. ``hide`` (the output
     folder, other bots' folders) is covered by an empty folder wherever it lies inside
     what is visible. Own user, PID, IPC, network, UTS and cgroup namespaces; no network
     at all. ``seccomp``: the file descriptor of the seccomp filter (:func:`seccomp_fd`),
     loaded last, just before the bot's command; nested user namespaces are refused.
+    ``info_fd``: bubblewrap writes ``{"child-pid": N}`` there (the sandbox's first process,
+    seen from the arena).
     """
-    from arena.proc.seccomp import bwrap_options
+    return [bwrap_binary(), *bwrap_options(args, cwd, confinement, env, hide, seccomp,
+                                            info_fd), "--", *args]
 
-    out = [bwrap_binary(), *_bwrap_view(args, cwd, confinement, hide),
-           *(bwrap_options(seccomp) if seccomp is not None else []),
-           "--bind", str(socket_dir), str(socket_dir), "--clearenv"]
+
+def bwrap_options(args: list[str], cwd: Path, confinement: Confinement,
+                  env: dict[str, str], hide: tuple[Path, ...] = (),
+                  seccomp: int | None = None, info_fd: int | None = None) -> list[str]:
+    """The options of :func:`bwrap_args` (what follows ``bwrap``, up to ``--``)."""
+    from arena.proc import seccomp as filters
+
+    out = [*_bwrap_view(args, cwd, confinement, hide),
+           *(filters.bwrap_options(seccomp) if seccomp is not None else []),
+           "--size", str(SOCKET_DIR_BYTES), "--perms", "0700", "--tmpfs", SOCKET_DIR,
+           *(["--info-fd", str(info_fd)] if info_fd is not None else []), "--clearenv"]
     for key, value in env.items():
         out += ["--setenv", key, value]
-    return [*out, "--chdir", str(cwd), "--", *args]
+    return [*out, "--chdir", str(cwd)]
+
+
+def options_fd(options: list[str]) -> int:
+    """A sealed memfd holding ``options`` for ``bwrap --args FD`` (NUL-terminated): the
+    options stay out of every command line (``/proc/PID/cmdline`` of bubblewrap shows
+    ``bwrap --args N -- <the bot's command>``). Pass it to the child and close it after
+    the spawn."""
+    data = b"".join(os.fsencode(o) + b"\0" for o in options)
+    fd = os.memfd_create("arena-bwrap-args", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                    | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
@@ -185,7 +230,7 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
     own = bot_folders(list(args[1:]), cwd)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
-    out = ["--unshare-all", "--die-with-parent", "--new-session",
+    out = ["--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
            "--uid", "65534", "--gid", "65534", "--hostname", "bot",
            "--dev", "/dev", "--proc", "/proc"]
     if confinement.limits.file_mb:
@@ -220,7 +265,8 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
     return cgroup is not None and os.geteuid() == 0
 
 
-def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
+                  sandboxed: bool = False) -> list[str]:
     """``setpriv --pdeathsig KILL``, ``sh`` joining the cgroups, then ``prlimit``: the
     prefix of a confined command."""
     prefix: list[str] = []
@@ -239,7 +285,7 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", str(os.getpid()), *cgroup.procs_files(),
                   "--"]
-    rlimits = rlimit_args(limits, mechanism)
+    rlimits = rlimit_args(limits, mechanism, sandboxed)
     if rlimits:
         prlimit = shutil.which("prlimit")
         if prlimit is not None:

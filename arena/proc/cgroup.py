@@ -421,11 +421,11 @@ class Cgroup:
         thinking bot's as an equal.
 
         Only the bot's own processes: for a ``sandboxed`` bot, those inside its PID
-        namespace but bubblewrap's first (pid 2 and up there), never bubblewrap's two.
-        Put at idle priority, those outlived a killed arena (their parent-death signal
-        chain did not act: measured, with every kill -9 of an arena while a spare
-        started). For the same reason this is set while the bot starts, not in its
-        spawn chain.
+        namespace (the bot is pid 1 there: ``bwrap --as-pid-1``), never bubblewrap's
+        process outside it. Put at idle priority, bubblewrap's processes outlived a
+        killed arena (their parent-death signal chain did not act: measured, with
+        every kill -9 of an arena while a spare started). For the same reason this is
+        set while the bot starts, not in its spawn chain.
 
         Called again and again while the bot starts, it touches only the processes and
         threads it has not seen yet (the bot's start-up must not cost the arena more
@@ -443,7 +443,7 @@ class Cgroup:
                       pids_done: dict[int, int] | None = None,
                       tids_done: set[int] | None = None, only_inner: bool = False) -> None:
         for pid in self.pids():
-            if only_inner and _sandbox_pid(pid) < 2:
+            if only_inner and _sandbox_pid(pid) < 1:
                 continue
             if pids_done is None:
                 _set_autogroup(pid, group_nice)
@@ -520,9 +520,9 @@ def _read(path: str) -> str:
 
 
 def _sandbox_pid(pid: int) -> int:
-    """The process's pid inside its sandbox's PID namespace: 1 for bubblewrap's first
-    process there, 2 or more for what it starts; 0 for a process in the arena's own
-    namespace (the outer bubblewrap), or one that is gone."""
+    """The process's pid inside its sandbox's PID namespace: 1 for the bot itself there
+    (``bwrap --as-pid-1``), 2 or more for what it starts; 0 for a process in the arena's
+    own namespace (bubblewrap outside), or one that is gone."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:

@@ -10,12 +10,13 @@ whether plain ``grpc://`` beyond this machine is allowed) is its :class:`Remote`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -25,9 +26,17 @@ from arena.model.errors import BotStartError, SandboxError
 from arena.model.files import FolderError, private_dir, safe_name
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
-from arena.proc.bwrap import bwrap_args, idle_start_possible, seccomp_fd, spawn_wrapper
+from arena.proc.bwrap import (
+    SOCKET_DIR,
+    bwrap_binary,
+    bwrap_options,
+    idle_start_possible,
+    options_fd,
+    seccomp_fd,
+    spawn_wrapper,
+)
 from arena.proc.cgroup import Cgroup, limit_mechanism
-from arena.proc.logs import drain_to_log, log_text, open_new_log
+from arena.proc.logs import LogPump, log_text, open_new_log
 from arena.wire.channels import Channel, new_channel, wait_serving
 
 CALLS = {"Hello": "during the hand-shake", "Bid": "during a Bid", "Play": "during a Play",
@@ -75,8 +84,19 @@ class BotProcess:
         self._cgroup: Cgroup | None = None
         self._deadline = 0.0
         self._exit_code: int | None = None
-        self._drain: threading.Thread | None = None
+        self._drain: LogPump | None = None
         self.target = ""
+        """The arena's address of the bot's socket (known once it serves)."""
+        self._sent_kill = False
+        """Whether the arena sent SIGKILL while the process ran (then a SIGKILL death is
+        not the CPU limit's)."""
+        self._last_cpu_ns: int | None = None
+        self._last_limit_hit: str | None = None
+        self._info: int | None = None
+        self._info_text = b""
+        self._child_pid: int | None = None
+        self._sock_dir: int | None = None
+        self._sock: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -98,10 +118,12 @@ class BotProcess:
         if self._proc is not None:
             raise RuntimeError("a BotProcess starts once")
         cwd = (self.cwd or Path.cwd()).absolute()
-        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-")
-        socket_path = os.path.join(self._dir, "bot.sock")
-        self.target = f"unix:{socket_path}"
         confinement = self.confinement
+        if confinement.sandbox:  # its socket folder is a tmpfs in its sandbox: nothing here
+            listen = f"unix:{SOCKET_DIR}/{SOCKET_NAME}"
+        else:
+            self._dir = _socket_dir()
+            listen = self.target = f"unix:{os.path.join(self._dir, SOCKET_NAME)}"
         args = command_args(self.command)
         program = shutil.which(args[0], path=os.environ.get("PATH")) if os.sep not in args[0] \
             else str(cwd / args[0])
@@ -113,57 +135,72 @@ class BotProcess:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"Permission denied")
-        env = bot_environment(self.target, confinement)
+        env = bot_environment(listen, confinement)
         mechanism = limit_mechanism()
         filter_fd: int | None = None
+        info_w: int | None = None
+        args_fd: int | None = None
         try:
             if confinement.sandbox:
                 filter_fd = seccomp_fd()
-                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide,
-                                  seccomp=filter_fd)
+                self._info, info_w = os.pipe2(os.O_CLOEXEC)
+                os.set_blocking(self._info, False)
+                # every option in a sealed memfd (--args): none on a command line
+                args_fd = options_fd(bwrap_options(args, cwd, confinement, env, self.hide,
+                                                   seccomp=filter_fd, info_fd=info_w))
+                args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
                 env = {}
             else:
                 env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
                        **env}
             if mechanism.cgroups:
                 self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
-        except SandboxError as e:
-            _close(filter_fd)
+        except (SandboxError, OSError) as e:
+            _close(filter_fd, info_w, args_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism,
+                             confinement.sandbox) + args
         try:  # a new file in a folder of ours: a planted symlink is never followed
             private_dir(self.log_path.parent)
             log_fd, self.log_path = open_new_log(self.log_path)
         except (FolderError, OSError) as e:
-            _close(filter_fd)
+            _close(filter_fd, info_w, args_fd)
             self._cleanup()
             why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
             raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
         try:
-            self._proc = subprocess.Popen(
-                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, start_new_session=True,
-                pass_fds=() if filter_fd is None else (filter_fd,))
+            # the process's stderr is a pipe of ours, not Popen's: the pump owns its read
+            # end (see LogPump), and the arena holds no copy of the write end
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
         except OSError as e:
             os.close(log_fd)
-            _close(filter_fd)
+            _close(filter_fd, info_w, args_fd)
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot make its stderr pipe: "
+                                f"{e.strerror}") from None
+        try:
+            self._proc = subprocess.Popen(
+                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=err_w, start_new_session=True,
+                pass_fds=tuple(fd for fd in (filter_fd, info_w, args_fd) if fd is not None))
+        except OSError as e:
+            _close(log_fd, filter_fd, info_w, args_fd, err_r, err_w)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
-        _close(filter_fd)  # bubblewrap has its own copy
-        self._drain = drain_to_log(self._proc, log_fd)
+        _close(filter_fd, info_w, args_fd, err_w)  # the child has its own copies
+        self._drain = LogPump(err_r, log_fd, str(self._proc.pid))
         self._deadline = time.monotonic() + self.startup_s
 
     async def ready(self) -> Channel:
         """Wait until the spawned process serves; a channel to it. On failure the process
         is ended and :class:`BotStartError` says why."""
-        assert self._proc is not None and self._dir is not None
-        socket_path = os.path.join(self._dir, "bot.sock")
+        assert self._proc is not None
         try:
             starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
                         else None)
-            while not os.path.exists(socket_path):
+            while not self._socket_found():
                 if starting is not None and self.idle:
                     starting.idle_priority(self.confinement.sandbox)
                 if self.returncode is not None:
@@ -193,6 +230,62 @@ class BotProcess:
                 await self.aclose()
             raise
         return channel
+
+    def _socket_found(self) -> bool:
+        """Whether the bot's socket is there; then :attr:`target` names it.
+
+        Outside the sandbox: the socket file in its folder. In the sandbox: the arena
+        learns the sandbox's first process from bubblewrap's ``--info-fd``, opens the
+        socket folder through that process's root (``/proc/PID/root``), each step with
+        ``O_PATH|O_NOFOLLOW`` (a symlink the bot made is never followed), checks that
+        ``bot.sock`` is a socket, and connects to it through its descriptor
+        (``unix:/proc/self/fd/N``): never a path the bot could point elsewhere."""
+        if not self.confinement.sandbox:
+            return self._dir is not None and os.path.exists(
+                os.path.join(self._dir, SOCKET_NAME))
+        if self._sock is not None:
+            return True
+        if self._child_pid is None:
+            self._child_pid = self._read_info()
+            if self._child_pid is None:
+                return False
+        if self._sock_dir is None:
+            self._sock_dir = _open_path(f"/proc/{self._child_pid}/root",
+                                        *SOCKET_DIR.strip("/").split("/"))
+            if self._sock_dir is None:
+                return False
+        try:
+            fd = os.open(SOCKET_NAME, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=self._sock_dir)
+        except OSError:
+            return False
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)  # not a socket (yet): a bot that never makes one times out
+            return False
+        self._sock = fd
+        self.target = f"unix:/proc/self/fd/{fd}"
+        return True
+
+    def _read_info(self) -> int | None:
+        """The sandbox's first process from bubblewrap's ``--info-fd``, once written."""
+        if self._info is None:
+            return None
+        try:
+            chunk = os.read(self._info, 4096)
+        except BlockingIOError:
+            return None
+        except OSError:
+            chunk = b""
+        self._info_text += chunk
+        try:
+            pid = json.loads(self._info_text).get("child-pid")
+        except ValueError:
+            if chunk:
+                return None
+            pid = None  # ended without a whole answer: bubblewrap failed (its log says)
+        os.close(self._info)
+        self._info = None
+        return pid if isinstance(pid, int) and pid > 0 else None
 
     def _ended_before_serving(self) -> str | None:
         if self.returncode is None:
@@ -238,7 +331,7 @@ class BotProcess:
         (it cannot have changed: one file read less per decision)."""
         cgroup = self._cgroup
         if cgroup is None:
-            return None
+            return self._last_cpu_ns  # ended: the figure when its cgroup was removed
         if stopped_ok and cgroup.stopped and cgroup.cpu_at_rest is not None:
             return cgroup.cpu_at_rest
         return cgroup.cpu_ns()
@@ -247,13 +340,16 @@ class BotProcess:
         """The limit an ended process ran into, as a fault detail ("memory limit 1024 MiB
         reached"), or None when it ended for another reason."""
         limits = self.confinement.limits
-        if self._cgroup is not None:
-            hit = self._cgroup.limit_hit()
-            if hit is not None:
-                return hit
+        hit = self._cgroup.limit_hit() if self._cgroup is not None else self._last_limit_hit
+        if hit is not None:
+            return hit
         signo = self._signal()
-        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s and
-                                       (self.cpu_ns() or 0) >= limits.cpu_s * 10**9):
+        # a SIGKILL the arena did not send, at the CPU limit: the kernel's, for the hard
+        # limit (the one a sandboxed bot has: as its sandbox's pid 1 it ignores SIGXCPU).
+        # The kernel counts in ticks, the cgroup exactly: the latter may be a little less
+        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s
+                                       and not self._sent_kill
+                                       and (self.cpu_ns() or 0) >= limits.cpu_s * 9 * 10**8):
             return f"CPU time limit {limits.cpu_s} s reached"
         if signo == signal.SIGXFSZ:
             return f"file size limit {limits.file_mb} MiB reached"
@@ -380,6 +476,8 @@ class BotProcess:
         proc = self._proc
         if proc is None:
             return
+        if signo == signal.SIGKILL and proc.poll() is None:
+            self._sent_kill = True
         if self._cgroup is not None:
             # (a frozen bot is thawed for a SIGTERM, killed frozen then thawed for SIGKILL)
             # SIGTERM goes to the bot, not to bubblewrap, which would end it with SIGKILL
@@ -396,15 +494,17 @@ class BotProcess:
         proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
         if proc is not None:
             self._exit_code = proc.poll()
-            if proc.stderr is not None:
-                try:
-                    proc.stderr.close()
-                except OSError:
-                    pass
+        if self._drain is not None:
+            self._drain.stop()  # one byte: the pump lets go by itself
         self._cleanup()
 
     def _cleanup(self) -> None:
+        _close(self._info, self._sock_dir, self._sock)
+        self._info = self._sock_dir = self._sock = None
         if self._cgroup is not None and not self._cgroup.pids():
+            # what a report of its end needs, read before the cgroup goes
+            self._last_cpu_ns = self._cgroup.cpu_ns()
+            self._last_limit_hit = self._cgroup.limit_hit()
             self._cgroup.remove()
             self._cgroup = None
         if self._dir is not None:
@@ -432,9 +532,51 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
     return env
 
 
-def _close(fd: int | None) -> None:
-    if fd is not None:
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _open_path(root: str, *names: str) -> int | None:
+    """``root``/``names`` as an ``O_PATH`` descriptor of a folder, every name opened with
+    ``O_NOFOLLOW`` (a symlink is refused); None where it is not there (yet)."""
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            inner = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
         os.close(fd)
+        fd = inner
+    return fd
+
+
+SOCKET_NAME = "bot.sock"
+
+SOCKET_PATH_MAX = 107
+"""The longest path a unix socket's address takes (``sun_path`` is 108 bytes, NUL)."""
+
+
+def _socket_dir() -> str:
+    """A private folder for an unsandboxed bot's socket: in the temporary folder, or in
+    /tmp where that path would be too long for a socket's address; :class:`BotStartError`
+    naming the cause where neither fits."""
+    for root in (tempfile.gettempdir(), "/tmp"):
+        probe = os.path.join(root, f"arena-bot-{os.getpid()}-xxxxxxxx", SOCKET_NAME)
+        if len(os.fsencode(probe)) <= SOCKET_PATH_MAX:
+            return tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
+    raise BotStartError(f"no socket folder fits: a unix socket's path takes at most "
+                        f"{SOCKET_PATH_MAX} bytes, and {tempfile.gettempdir()!r} and /tmp "
+                        f"are too long (set TMPDIR to a short folder)")
 
 
 def _signal_name(signo: int) -> str:

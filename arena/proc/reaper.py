@@ -67,8 +67,14 @@ _cleaned = False
 
 def sweep_stale_socket_dirs() -> None:
     """Remove the socket folders of arena processes that are gone (after a kill -9). A
-    folder is ``arena-bot-PID-*``; one whose PID lives is left."""
-    root = tempfile.gettempdir()
+    folder is ``arena-bot-PID-*``, in the temporary folder or in /tmp (where an
+    unsandboxed bot's socket goes when the temporary folder's path is too long); one whose
+    PID lives is left. (A sandboxed bot's socket folder is in its sandbox: nothing here.)"""
+    for root in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
+        _sweep_socket_dirs(root)
+
+
+def _sweep_socket_dirs(root: str) -> None:
     try:
         names = os.listdir(root)
     except OSError:
