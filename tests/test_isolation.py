@@ -617,8 +617,6 @@ def test_a_sandboxed_bot_can_neither_trace_nor_make_a_user_namespace(world: Worl
     assert all(not r.get("attached") and not r.get("peeked") and not r.get("vm_read")
                for r in traced), traced
     assert all(r["errors"].get("attach") == "EPERM" for r in traced), traced
-    # /proc/1/mem is still readable to it, but pid 1 is the bot itself (--as-pid-1)
-    assert all(r["pid1_is_self"] for r in traced), traced
     nested = learned(run, "unshare")
     assert all(r["unshare_user"] != "ok" and not r["root_inside"] for r in nested), nested
     assert all(r["unshare_command"] != "ok" for r in nested), nested
@@ -741,8 +739,9 @@ def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environmen
     reports = [r for r in learned(run, "view") if not r["control"]]
     assert reports
     for r in reports:
-        argv = r["pid1_argv"]
-        assert argv[1].endswith("/view.py") and "--tag" in argv, argv  # pid 1 is the bot
+        argv = r["pid1_argv"]  # bubblewrap's init: its options are in a memfd (--args)
+        assert argv[1:3] == ["--args", argv[2]] and argv[3] == "--", argv
+        assert argv[5].endswith("/view.py") and "--tag" in argv, argv
         assert not any(a.startswith("--ro-bind") or a == "--setenv" for a in argv), argv
         keys = {e.partition("=")[0] for e in r["env_initial"]}
         assert keys == DOCUMENTED_ENV, keys
@@ -750,3 +749,34 @@ def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environmen
         assert str(run.out) not in " ".join(r["paths"]), r["paths"]
         assert not r["arena_pid"], r
     assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+def test_a_sandboxed_bot_reads_no_page_cache_bit_by_timing(world: World) -> None:
+    """Timing alone (no system call the filter refuses): what a process brought into the
+    page cache is reclaimed with its cgroup's memory before another process plays. One
+    game at a time: two rotations of one deal in flight at once (``deals`` below
+    ``concurrency``) still share the cache live (docs/isolation.md, what is missing)."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: nothing to reclaim with")
+    run = run_tournament(world, "pages-timing",
+                         pagecache_field(world, "timing", data_file(world)),
+                         concurrency=1).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "pagecache")
+    assert sum(r["writes"] for r in reports) > 0, reports  # it did write its bits
+    assert all(r["deal_recognised"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+def test_control_without_reclaim_timing_recognises_the_deal(world: World) -> None:
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: nothing to reclaim with")
+    run = run_tournament(world, "pages-timing-control",
+                         pagecache_field(world, "timing", data_file(world)),
+                         concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
+    reports = learned(run, "pagecache")
+    assert sum(r["deal_recognised"] for r in reports) >= 1, reports

@@ -22,15 +22,12 @@ from arena.proc.cgroup import Cgroup, Mechanism
 BWRAP_PACKAGE = "bubblewrap"
 
 
-def rlimit_args(limits: Limits, mechanism: Mechanism, sandboxed: bool = False) -> list[str]:
-    """``prlimit`` options for what cgroups do not cover (all of them without cgroups).
-    ``sandboxed``: the bot is its sandbox's pid 1 (``--as-pid-1``), which the kernel's
-    SIGXCPU does not end: its CPU limit is a hard one (SIGKILL at the limit)."""
+def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
+    """``prlimit`` options for what cgroups do not cover (all of them without cgroups)."""
     args: list[str] = []
     if limits.cpu_s:
         # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
-        hard = limits.cpu_s if sandboxed else limits.cpu_s + 5
-        args.append(f"--cpu={limits.cpu_s}:{hard}")
+        args.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}")
     if limits.file_mb:
         args.append(f"--fsize={limits.file_mb << 20}")
     if limits.open_files:
@@ -230,7 +227,7 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
     own = bot_folders(list(args[1:]), cwd)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
-    out = ["--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
+    out = ["--unshare-all", "--die-with-parent", "--new-session",
            "--uid", "65534", "--gid", "65534", "--hostname", "bot",
            "--dev", "/dev", "--proc", "/proc"]
     if confinement.limits.file_mb:
@@ -265,8 +262,7 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
     return cgroup is not None and os.geteuid() == 0
 
 
-def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
-                  sandboxed: bool = False) -> list[str]:
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
     """``setpriv --pdeathsig KILL``, ``sh`` joining the cgroups, then ``prlimit``: the
     prefix of a confined command."""
     prefix: list[str] = []
@@ -285,7 +281,7 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
                   'shift; exec "$@"', "arena-spawn", str(os.getpid()), *cgroup.procs_files(),
                   "--"]
-    rlimits = rlimit_args(limits, mechanism, sandboxed)
+    rlimits = rlimit_args(limits, mechanism)
     if rlimits:
         prlimit = shutil.which("prlimit")
         if prlimit is not None:

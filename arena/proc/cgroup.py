@@ -371,6 +371,30 @@ class Cgroup:
             _signal(pid, signal.SIGCONT)
         self._stopped = []
 
+    def reclaim(self) -> None:
+        """Drop the page cache and the directory entries charged to the bot's cgroup (what
+        its processes brought in: the pages and lookups a later process could time, the
+        deal's memory of issue 17): v1 ``memory.force_empty``, v2 ``memory.reclaim``.
+        Called while the bot is stopped, after each game, and at its end before the
+        cgroup goes (a removed v1 cgroup hands its pages to its parent). Without swap,
+        its own memory stays; with swap this could swap it out, so then it is done only
+        once its processes have ended. Blocking (some ms): call it off the trio thread.
+        ``ARENA_NO_RECLAIM`` turns it off (for the controls of the tests)."""
+        if os.environ.get("ARENA_NO_RECLAIM"):
+            return
+        if self.pids() and _has_swap():
+            return
+        try:
+            if self.v2:
+                folder = self.dirs[""]
+                current = int(_read(str(folder / "memory.current")) or 0)
+                if current:
+                    (folder / "memory.reclaim").write_text(str(current))
+            elif "memory" in self.dirs:
+                (self.dirs["memory"] / "memory.force_empty").write_text("0")
+        except (OSError, ValueError):  # EAGAIN: not all of it could go (its own memory)
+            pass
+
     def take_cpu_while_stopped(self) -> int:
         """The CPU time (ns) the bot got while stopped since the last call, then 0."""
         taken, self.cpu_while_stopped = self.cpu_while_stopped, 0
@@ -421,11 +445,11 @@ class Cgroup:
         thinking bot's as an equal.
 
         Only the bot's own processes: for a ``sandboxed`` bot, those inside its PID
-        namespace (the bot is pid 1 there: ``bwrap --as-pid-1``), never bubblewrap's
-        process outside it. Put at idle priority, bubblewrap's processes outlived a
-        killed arena (their parent-death signal chain did not act: measured, with
-        every kill -9 of an arena while a spare started). For the same reason this is
-        set while the bot starts, not in its spawn chain.
+        namespace but bubblewrap's first (pid 2 and up there), never bubblewrap's two.
+        Put at idle priority, those outlived a killed arena (their parent-death signal
+        chain did not act: measured, with every kill -9 of an arena while a spare
+        started). For the same reason this is set while the bot starts, not in its
+        spawn chain.
 
         Called again and again while the bot starts, it touches only the processes and
         threads it has not seen yet (the bot's start-up must not cost the arena more
@@ -443,7 +467,7 @@ class Cgroup:
                       pids_done: dict[int, int] | None = None,
                       tids_done: set[int] | None = None, only_inner: bool = False) -> None:
         for pid in self.pids():
-            if only_inner and _sandbox_pid(pid) < 1:
+            if only_inner and _sandbox_pid(pid) < 2:
                 continue
             if pids_done is None:
                 _set_autogroup(pid, group_nice)
@@ -520,9 +544,10 @@ def _read(path: str) -> str:
 
 
 def _sandbox_pid(pid: int) -> int:
-    """The process's pid inside its sandbox's PID namespace: 1 for the bot itself there
-    (``bwrap --as-pid-1``), 2 or more for what it starts; 0 for a process in the arena's
-    own namespace (bubblewrap outside), or one that is gone."""
+    """The process's pid inside its sandbox's PID namespace: 1 for bubblewrap's first
+    process there, 2 or more for what it starts; 0 for a process in the arena's own
+    namespace (the outer bubblewrap), or one that is gone. (The bot is not pid 1,
+    ``bwrap --as-pid-1``: see docs/isolation.md.)"""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -613,6 +638,11 @@ def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
                 if not (base / name).exists():
                     break
                 time.sleep(0.005)
+
+
+def _has_swap() -> bool:
+    """Whether this machine has swap in use (``/proc/swaps`` lists an area)."""
+    return len(_read("/proc/swaps").strip().splitlines()) > 1
 
 
 def _write_quietly(path: Path, text: str) -> None:

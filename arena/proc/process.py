@@ -159,8 +159,7 @@ class BotProcess:
             _close(filter_fd, info_w, args_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism,
-                             confinement.sandbox) + args
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
         try:  # a new file in a folder of ours: a planted symlink is never followed
             private_dir(self.log_path.parent)
             log_fd, self.log_path = open_new_log(self.log_path)
@@ -315,6 +314,13 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.thaw()
 
+    async def reclaim(self) -> None:
+        """Drop what the bot's processes brought into the kernel's caches (see
+        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped."""
+        cgroup = self._cgroup
+        if cgroup is not None:
+            await trio.to_thread.run_sync(cgroup.reclaim)
+
     def take_cpu_while_stopped(self) -> int:
         """CPU time (ns) the bot's processes got while stopped since this was last asked:
         0 unless a process escaped the stop (see :meth:`Cgroup.thaw`)."""
@@ -345,8 +351,7 @@ class BotProcess:
             return hit
         signo = self._signal()
         # a SIGKILL the arena did not send, at the CPU limit: the kernel's, for the hard
-        # limit (the one a sandboxed bot has: as its sandbox's pid 1 it ignores SIGXCPU).
-        # The kernel counts in ticks, the cgroup exactly: the latter may be a little less
+        # limit. The kernel counts in ticks, the cgroup exactly: the latter may be less
         if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s
                                        and not self._sent_kill
                                        and (self.cpu_ns() or 0) >= limits.cpu_s * 9 * 10**8):
@@ -432,6 +437,7 @@ class BotProcess:
                 while self._cgroup is not None and self._cgroup.pids():
                     self._signal_all(signal.SIGKILL)
                     await trio.sleep(0.005)
+            await self.reclaim()  # before the cgroup goes (its pages would stay cached)
         self._finish()
 
     @property
@@ -470,6 +476,8 @@ class BotProcess:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+            if self._cgroup is not None:
+                self._cgroup.reclaim()
         self._finish()
 
     def _signal_all(self, signo: int) -> None:

@@ -100,22 +100,6 @@ CONTROL = "--control" in sys.argv
 """Read before the parser runs: the chain starts before gRPC is imported."""
 SHELL = not CONTROL and "--chain=python" not in sys.argv and not any(
     a == "--chain" and b == "python" for a, b in zip(sys.argv, sys.argv[1:], strict=False))
-
-
-def reap() -> None:
-    """As its sandbox's pid 1 (``bwrap --as-pid-1``) the bot inherits every link whose
-    parent has exited: it reaps them, or their zombies fill its process limit."""
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            time.sleep(0.01)
-        except OSError:
-            return
-
-
-if os.getpid() == 1:
-    threading.Thread(target=reap, name="reaper", daemon=True).start()
 if CONTROL:
     threading.Thread(target=thread_counter, name="counter", daemon=True).start()
 elif SHELL:
