@@ -68,8 +68,12 @@ demo: $(STAMP) $(NODE_BOT) $(BWRAP)
 	$(BIN)/arena publish out/demo --out out/demo-site
 	@echo "The demo's site: open out/demo-site/index.html in a browser, or run: $(BIN)/arena serve out/demo-site"
 
+# The suite runs on one pytest-xdist worker per core, a test file to a worker (its
+# module fixtures, such as a played tournament, are then made once): `make test
+# WORKERS=0` runs it in this process.
+WORKERS ?= auto
 test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.
 $(BUF_STAMP): tools/buf/package-lock.json

@@ -17,9 +17,10 @@
   :data:`WRITES` games are stored through :class:`arena.tournament.writer.StoreWriter`
   (the writer thread), against the same writes made on the loop itself, at the largest
   size: the stall every game in flight suffers per finished game.
-- **Readers**: ``arena verify DIR``, ``arena export DIR`` and ``arena verify FILE`` (the
-  export) on the grown store at :data:`READER_SIZES` games (environment
-  ``ARENA_BENCH_STORE_READERS``, e.g. ``10000,50000``; ``0`` to skip): their peak
+- **Readers**: ``arena verify DIR``, ``arena export DIR``, ``arena verify FILE`` (the
+  export) and ``arena publish`` (with what the site holds) on the grown store at
+  :data:`READER_SIZES` games (environment ``ARENA_BENCH_STORE_READERS``, e.g.
+  ``10000,50000``; ``0`` to skip; ``ARENA_BENCH_STORE_SKIP`` leaves some out): their peak
   resident memory (``ru_maxrss`` of the process, through a fresh fork: see
   :data:`_SHIM`) and wall time. Verify re-plays every record by the rules, about 10 ms
   of CPU a Wizard game: at 10,000 games the three take some 5 minutes on an idle core.
@@ -303,6 +304,24 @@ def reader(argv: Sequence[str], cwd: Path) -> tuple[float, float, str]:
     return maxrss / 1024, seconds, last
 
 
+SKIP_READERS = {n.strip() for n in os.environ.get("ARENA_BENCH_STORE_SKIP", "").split(",")
+                if n.strip()}
+"""Readers left out (environment ``ARENA_BENCH_STORE_SKIP``, e.g. ``verify DIR,export``)."""
+
+
+def site_figures(site: Path) -> dict[str, Any]:
+    """What a published site holds: its size, the largest page and data file, and the
+    most entries in one folder."""
+    sizes = {p: p.stat().st_size for p in site.rglob("*") if p.is_file()}
+    folders = [site, *(p for p in site.rglob("*") if p.is_dir())]
+    return {"mb": round(sum(sizes.values()) / 1e6, 1),
+            "games_html_kb": round(sizes.get(site / "games.html", 0) / 1e3, 1),
+            "data_mb": round(sum(v for p, v in sizes.items()
+                                 if p.parent == site / "data") / 1e6, 1),
+            "list_pages": 1 + len(list((site / "games" / "list").glob("*.html"))),
+            "most_in_a_folder": max(len(list(f.iterdir())) for f in folders)}
+
+
 def readers(folder: Path, template: Template, sizes: Sequence[int],
             out: TextIO) -> dict[str, Any]:
     figures: dict[str, Any] = {}
@@ -314,16 +333,25 @@ def readers(folder: Path, template: Template, sizes: Sequence[int],
             count = size
             store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             export = folder / "games.jsonl"
-            rows = {}
+            site = folder.parent / "readers-site"
+            rows: dict[str, Any] = {}
             for name, argv in (("verify DIR", ["verify", str(folder)]),
                                ("export", ["export", str(folder), "--out", str(export)]),
-                               ("verify FILE", ["verify", str(export)])):
+                               ("verify FILE", ["verify", str(export)]),
+                               ("publish", ["publish", str(folder), "--out", str(site),
+                                            "--resamples", "10"])):
+                if name in SKIP_READERS:
+                    continue
                 mb, seconds, last = reader(argv, REPO)
                 rows[name] = {"peak_mb": round(mb, 1), "seconds": round(seconds, 1)}
                 print(f"  {size:>7,} games  {name:12} peak {mb:7.1f} MB  {seconds:7.1f} s  "
                       f"({last[:70]})", file=out, flush=True)
+            if site.is_dir():
+                rows["site"] = site_figures(site)
+                print(f"  {size:>7,} games  site: {rows['site']}", file=out, flush=True)
+                shutil.rmtree(site)
             figures[str(size)] = rows
-            export.unlink()
+            export.unlink(missing_ok=True)
     finally:
         store.close()
     return figures

@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import grpc
 import pytest
-from conftest import REPO, Sandbox, health_check, replay
+from conftest import REPO, Sandbox, build_lock, health_check, replay
 from grpc_health.v1 import health_pb2
 
 from arena.cli import main
@@ -80,12 +80,13 @@ class Sample:
             self.skip_or_fail(f"cannot build {self.folder.relative_to(REPO)}: "
                               f"install {missing}")
         folder = folder or self.folder
-        for step in steps or (["make", "-C", str(folder)],):
-            done = subprocess.run(step, capture_output=True, text=True, timeout=600,
-                                  check=False)
-            if done.returncode != 0:
-                pytest.fail(f"{shlex.join(step)} failed:\n"
-                            f"{done.stdout[-3000:]}{done.stderr[-3000:]}", pytrace=False)
+        with build_lock(self.name):
+            for step in steps or (["make", "-C", str(folder)],):
+                done = subprocess.run(step, capture_output=True, text=True, timeout=600,
+                                      check=False)
+                if done.returncode != 0:
+                    pytest.fail(f"{shlex.join(step)} failed:\n"
+                                f"{done.stdout[-3000:]}{done.stderr[-3000:]}", pytrace=False)
         return folder / "run"
 
 

@@ -11,6 +11,7 @@ left behind; :func:`processes_with` and :func:`children` find such processes.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -232,6 +234,15 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:
     return True
 
 
+@contextmanager
+def build_lock(name: str) -> Iterator[None]:
+    """Held while a sample bot is built: the suite runs on several pytest-xdist workers
+    (``make test``), and two builds in one folder at once would break each other."""
+    with open(f"/tmp/trick-arena-test-build-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @dataclass(frozen=True)
 class Sandbox:
     tmp: Path
@@ -280,9 +291,23 @@ class Server:
 
 
 def read_line(proc: subprocess.Popen[str], deadline: float) -> str | None:
+    """The next line ``proc`` prints ("" at the end of its output), or None if none is
+    whole by ``deadline``. Read a byte at a time from the pipe itself: a buffered
+    ``readline`` may take the next lines into its buffer too, where ``select`` does not
+    see them, so a line already printed would be waited for in vain."""
     assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-    return proc.stdout.readline() if ready else None
+    fd = proc.stdout.fileno()
+    line = bytearray()
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return None
+        byte = os.read(fd, 1)
+        if not byte:
+            return line.decode("utf-8", "replace")
+        line += byte
+        if byte == b"\n":
+            return line.decode("utf-8", "replace")
 
 
 def start_server(root: Path, prefix: Sequence[str] = ()) -> Server:

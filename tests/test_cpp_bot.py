@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import grpc
 import pytest
-from conftest import REPO, Sandbox, health_check, replay
+from conftest import REPO, Sandbox, build_lock, health_check, replay
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -65,15 +65,17 @@ def cpp_bot() -> Path:
     missing = _missing_toolchain()
     if missing:
         skip_or_fail(f"no C++ toolchain for sample_bots/cpp: install {missing}")
-    steps = [["cmake", "--build", str(BUILD), "-j2"]]
-    if not (BUILD / "CMakeCache.txt").exists():
-        steps.insert(0, ["cmake", "-S", str(SOURCE), "-B", str(BUILD),
-                         "-DCMAKE_BUILD_TYPE=Release"])
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"{shlex.join(step)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}",
-                        pytrace=False)
+    with build_lock("cpp-sample"):  # tests/test_sample_bots.py builds it too
+        steps = [["cmake", "--build", str(BUILD), "-j2"]]
+        if not (BUILD / "CMakeCache.txt").exists():
+            steps.insert(0, ["cmake", "-S", str(SOURCE), "-B", str(BUILD),
+                             "-DCMAKE_BUILD_TYPE=Release"])
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=600,
+                                  check=False)
+            if done.returncode != 0:
+                pytest.fail(f"{shlex.join(step)} failed:\n"
+                            f"{done.stdout[-3000:]}{done.stderr[-3000:]}", pytrace=False)
     assert BINARY.is_file(), f"the build made no {BINARY}"
     return BINARY
 

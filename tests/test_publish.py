@@ -10,6 +10,7 @@ and ``data/leaderboard.json``. The browser side is in test_site_browser.py.
 from __future__ import annotations
 
 import cProfile
+import gzip
 import itertools
 import json
 import math
@@ -34,7 +35,7 @@ from conftest import REPO, listening_on, start_server, stop_server
 
 from arena.cli import main
 from arena.publish.charts import nice_ticks
-from arena.publish.markup import Slugs, slug
+from arena.publish.markup import LIST_ROWS, Slugs, game_path, slug
 from arena.publish.pages import BUILTIN_SANDBOX
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -214,23 +215,25 @@ def built(request: pytest.FixtureRequest) -> Built:
 def test_every_bot_and_every_game_has_a_page(built: Built) -> None:
     site = built.site
     for rel in ("index.html", "games.html", "tournament.html", "data/leaderboard.json",
-                "data/games.jsonl", "assets/site.css", "assets/site.js", "assets/replay.js",
+                "data/games.jsonl.gz", "assets/site.css", "assets/site.js", "assets/replay.js",
                 "assets/favicon.svg"):
         assert (site / rel).is_file(), rel
     names = [b["name"] for b in built.board["bots"]]
     assert len(names) == 5
     assert sorted(p.name for p in (site / "bots").iterdir()) == sorted(
         f"{slug(n)}.html" for n in names)
-    assert sorted(p.stem for p in (site / "games").iterdir()) == sorted(built.records)
+    assert sorted(p.stem for p in (site / "games").glob("*/*.html")) == sorted(built.records)
+    assert all((site / game_path(g)).is_file() for g in built.records)
     assert len(built.records) == 20
     assert len(built.pages) == 3 + 5 + 20
 
 
 def test_the_embedded_record_is_the_stored_record(built: Built) -> None:
-    lines = (built.site / "data" / "games.jsonl").read_text(encoding="utf-8").splitlines()
+    with gzip.open(built.site / "data" / "games.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
     assert [json.loads(line) for line in lines] == list(built.records.values())
     for game_id, record in built.records.items():
-        page = built.pages[built.site / "games" / f"{game_id}.html"]
+        page = built.pages[built.site / game_path(game_id)]
         script = page.by_id("record")
         assert script.tag == "script" and script.attrs["type"] == "application/json"
         assert json.loads(script.text()) == record, game_id
@@ -243,15 +246,17 @@ def test_the_embedded_record_is_the_stored_record(built: Built) -> None:
             assert [c.attrs["data-card"] for c in box.find_all("span")] == hand
     odd = built.site / "games"
     if ODD in {n for r in built.records.values() for n in r["seats"]}:
-        text = "".join(p.read_text(encoding="utf-8") for p in odd.iterdir())
+        text = "".join(p.read_text(encoding="utf-8") for p in odd.glob("*/*.html"))
         assert "</script> &" not in text  # the name is escaped inside the JSON
 
 
-def test_links_resolve_inside_the_site_and_ids_are_unique(built: Built) -> None:
-    site = built.site.resolve()
+def link_problems(root: Path, pages: dict[Path, Node]) -> list[str]:
+    """Every link and id problem of the ``pages`` of the site at ``root``: duplicate ids,
+    links that are not relative or lead to no file (or no id) of the site, other hosts."""
+    site = root.resolve()
     problems: list[str] = []
-    for path, page in built.pages.items():
-        rel = path.relative_to(built.site)
+    for path, page in pages.items():
+        rel = path.relative_to(root)
         ids = [n.attrs["id"] for n in page.iter() if "id" in n.attrs]
         if len(ids) != len(set(ids)):
             problems.append(f"{rel}: duplicate ids")
@@ -268,15 +273,53 @@ def test_links_resolve_inside_the_site_and_ids_are_unique(built: Built) -> None:
                 if not target.is_relative_to(site) or not target.is_file():
                     problems.append(f"{rel}: {key}={url!r}: no such file in the site")
                 if parts.fragment and target.suffix == ".html":
-                    other = built.pages[target]
+                    other = pages[target]
                     if not any(n.attrs.get("id") == parts.fragment for n in other.iter()):
                         problems.append(f"{rel}: {key}={url!r}: no such id")
         if re.search(r"(https?:)?//[a-z0-9]", path.read_text(encoding="utf-8"), re.I):
             problems.append(f"{rel}: names another host")
+    return problems
+
+
+def test_links_resolve_inside_the_site_and_ids_are_unique(built: Built) -> None:
+    problems = link_problems(built.site, built.pages)
     for asset in ("site.css", "site.js", "replay.js"):
         if re.search(r"https?://", (built.site / "assets" / asset).read_text(encoding="utf-8")):
             problems.append(f"assets/{asset}: names another host")
     assert not problems, "\n".join(problems)
+
+
+def test_a_long_games_list_is_paged_and_every_game_links_to_its_page(
+        wizard: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 7 games to a page, the Wizard tournament's games list is 3 pages: each game on
+    exactly one, in schedule order, the pagers linking them all, each game page's "all
+    games" leading to the page that lists it; every link resolves."""
+    monkeypatch.setattr("arena.publish.pages.LIST_ROWS", 7)
+    site = tmp_path / "site"
+    assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "10"]) == 0
+    ids = list(wizard.records)
+    pages_of = ["games.html", *(f"games/list/{n}.html" for n in range(2, -(-len(ids) // 7) + 1))]
+    assert len(pages_of) == 3 and not (site / "games" / "list" / "4.html").exists()
+    listed = []
+    for n, rel in enumerate(pages_of, 1):
+        page = parse(site / rel)
+        rows = [r.attrs["data-game-id"] for r in page.by_id("games").rows()]
+        assert rows == ids[(n - 1) * 7:n * 7], rel
+        listed += rows
+        pager = {a.text().strip() for nav in page.find_all("nav", class_="pager")
+                 for a in nav.find_all("a")}
+        assert {str(k) for k in range(1, 4) if k != n} <= pager, (rel, pager)
+        assert f"page {n} of 3" in page.find("p", class_="lede").text()
+    assert listed == ids
+    for k, game_id in enumerate(ids):
+        page = parse(site / game_path(game_id))
+        all_games = next(a for nav in page.find_all("nav", class_="pager")
+                         for a in nav.find_all("a") if a.text() == "all games")
+        target = (site / game_path(game_id)).parent / all_games.attrs["href"]
+        assert target.resolve() == (site / pages_of[k // 7]).resolve(), game_id
+    every = {p: parse(p) for p in site.rglob("*.html")}
+    assert not link_problems(site, every)
+    assert LIST_ROWS == 1000  # the setting outside this test
 
 
 def test_every_page_has_the_frame(built: Built) -> None:
@@ -390,7 +433,7 @@ def test_bot_pages_list_opponents_and_faults(built: Built) -> None:
         listed = []
         for row in page.by_id("faults").rows():
             link = row.find("a").attrs["href"]
-            assert link == f"../games/{row.attrs['data-game-id']}.html"
+            assert link == f"../{game_path(row.attrs['data-game-id'])}"
             cells = [td.text() for td in row.find_all("td")]
             listed.append((row.attrs["data-game-id"], int(cells[2]),
                            None if cells[3] == "–" else int(cells[3])))
@@ -410,7 +453,7 @@ def test_games_list_has_a_row_per_game(built: Built) -> None:
         assert row.attrs["data-table"] == table == record["table_id"]
         assert row.attrs["data-deal"] == deal.removeprefix("d")
         assert row.attrs["data-bots"] == ",".join(record["seats"])
-        assert row.find("a").attrs["href"] == f"games/{record['game_id']}.html"
+        assert row.find("a").attrs["href"] == game_path(record["game_id"])
     bots = [o.attrs["value"] for o in page.by_id("filter-bot").find_all("option")]
     assert bots == ["", *(b["name"] for b in built.board["bots"])]
     assert [o.attrs["value"] for o in page.by_id("filter-table").find_all("option")] == [
@@ -425,7 +468,7 @@ def test_tournament_page_states_seed_and_commitment(wizard: Built) -> None:
     command = ("python3 -c &quot;import hashlib; print(hashlib.sha256(b&#x27;4242&#x27;)"
                ".hexdigest())&quot;")
     assert command in text
-    assert "arena verify" in text and 'href="data/games.jsonl"' in text
+    assert "arena verify" in text and 'href="data/games.jsonl.gz"' in text
 
 
 # -- CPU time, sandbox and isolation ------------------------------------------------------
@@ -545,7 +588,8 @@ def test_the_site_says_when_the_games_were_played_and_when_it_was_published(
     text = " ".join(dates.text().split())
     assert text.startswith("Games played ") and text.endswith(
         " · published 2026-01-01 00:00 UTC"), text
-    for path in (site / "index.html", site / "games.html", next((site / "games").iterdir())):
+    for path in (site / "index.html", site / "games.html",
+                 next((site / "games").glob("*/*.html"))):
         footer = parse(path).find("footer")
         assert [t.attrs["datetime"] for t in footer.find_all("time")] == [
             "2026-01-01T00:00:00Z"], path
@@ -632,11 +676,16 @@ def test_usage_mistakes_are_one_line_and_exit_2(wizard: Built, tmp_path: Path,
 def test_publishing_again_replaces_the_old_site(wizard: Built, tmp_path: Path) -> None:
     site = tmp_path / "site"
     assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "50"]) == 0
-    stale = site / "games" / "t9-d9-r9.html"
+    stale = site / game_path("t9-d9-r9")
+    stale.parent.mkdir(exist_ok=True)
     stale.write_text("an old game")
+    flat = site / "games" / "t9-d9-r8.html"  # as sites were laid out before game folders
+    flat.write_text("an older game")
+    (site / "data" / "games.jsonl").write_text("{}\n")
     assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "50"]) == 0
-    assert not stale.exists()
-    assert sorted(p.stem for p in (site / "games").iterdir()) == sorted(wizard.records)
+    assert not stale.exists() and not flat.exists()
+    assert not (site / "data" / "games.jsonl").exists()
+    assert sorted(p.stem for p in (site / "games").glob("*/*.html")) == sorted(wizard.records)
     assert [p.name for p in tmp_path.iterdir()] == ["site"], "no temporary folder left"
     assert (site / "data" / "leaderboard.json").read_text(encoding="utf-8") == (
         wizard.site / "data" / "leaderboard.json").read_text(encoding="utf-8")
@@ -752,7 +801,7 @@ def test_publish_work_grows_linearly(wizard: Built, tmp_path: Path) -> None:
     2n games cost twice what the first n more did (a quadratic step would cost 4 times)."""
     calls = [_publish_calls(_repeated(wizard, tmp_path / f"x{k}", k), tmp_path / f"s{k}")
              for k in (1, 2, 4)]
-    assert len(list((tmp_path / "s4" / "games").iterdir())) == 4 * len(wizard.records)
+    assert len(list((tmp_path / "s4" / "games").glob("*/*.html"))) == 4 * len(wizard.records)
     growth = (calls[2] - calls[1]) / (calls[1] - calls[0])
     assert 1.95 < growth < 2.05, calls
     size = sum(p.stat().st_size for p in (tmp_path / "s1").rglob("*") if p.is_file())

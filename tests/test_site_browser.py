@@ -38,7 +38,7 @@ from conftest import (
     state,
     stop_server,
 )
-from test_site_html import BOTS, Site, build_site, slug
+from test_site_html import BOTS, Site, build_site, game_rel, slug
 
 from arena.rules.cards import card_symbol, parse_card
 
@@ -359,7 +359,7 @@ def test_replay_steps_through_three_rounds(site: Site, context: tuple[BrowserCon
     assert page.locator("div#trick").count() == 1
     # parsed here, not with JSON.parse: 64-bit seeds do not survive a JavaScript number
     embedded = json.loads(page.text_content('script#record[type="application/json"]') or "null")
-    assert embedded == record, "the embedded record differs from data/games.jsonl"
+    assert embedded == record, "the embedded record differs from data/games.jsonl.gz"
 
     first = state(page)
     assert first["round"] == 1 and first["trick"] == 0
@@ -489,7 +489,7 @@ def test_games_list_filters(site: Site, context: tuple[BrowserContext, Watch]) -
     for row in rows:
         record = records[row["id"]]
         assert row["bots"] == ",".join(record["seats"]), row
-        assert row["href"] == f"games/{row['id']}.html", row
+        assert row["href"] == game_rel(row["id"]), row
         assert re.fullmatch(r"t\d+", row["table"] or ""), row
         assert re.fullmatch(r"\d+", row["deal"] or ""), row
         assert record.get("table_id") in (None, row["table"]), (record.get("table_id"), row)
@@ -534,7 +534,7 @@ def site_pages(site: Site) -> list[str]:
     games = [site.records[i] for i in (0, 1, len(site.records) // 2, -1)]
     return ["index.html", "games.html", "tournament.html",
             *(f"bots/{slug(b['name'])}.html" for b in site.leaderboard["bots"]),
-            *(f"games/{r['game_id']}.html" for r in games)]
+            *(game_rel(r["game_id"]) for r in games)]
 
 
 def visit_all(ctx: BrowserContext, watch: Watch, base: str, site: Site) -> None:

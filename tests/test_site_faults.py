@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import REPO, Watch, bot_cmd, open_page, state
-from test_site_html import Site, slug
+from test_site_html import Site, game_rel, read_records, slug
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
@@ -69,9 +69,7 @@ def faults_site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     run_arena(tmp, "tournament", str(config), "--out", str(out), "--resamples", "100")
     run_arena(tmp, "publish", str(out), "--out", str(site))
     leaderboard = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
-    records = [json.loads(line) for line in
-               (site / "data" / "games.jsonl").read_text(encoding="utf-8").splitlines()
-               if line.strip()]
+    records = read_records(site / "data" / "games.jsonl.gz")
     assert len(records) == GAMES
     return Site(site, leaderboard, records, out)
 
@@ -97,7 +95,7 @@ def test_faulty_bot_page_and_leaderboard(context: tuple[BrowserContext, Watch],
     assert len(hrefs) == len(expected), (
         f"bots/{FAULTY}.html: table#faults has {len(hrefs)} rows for {len(expected)} faults")
     assert all(hrefs), f"bots/{FAULTY}.html: a row of table#faults has no link: {hrefs}"
-    assert sorted(hrefs) == sorted(f"../games/{gid}.html" for gid, _ in expected), hrefs
+    assert sorted(hrefs) == sorted(f"../{game_rel(gid)}" for gid, _ in expected), hrefs
     bot_page = site.root / "bots" / f"{slug(FAULTY)}.html"
     for href in set(hrefs):
         assert (bot_page.parent / href).resolve().is_file(), f"no game page {href}"
@@ -154,7 +152,7 @@ def test_trumps_replay_with_draws(context: tuple[BrowserContext, Watch],
     page.wait_for_selector("div#replay[data-step]")
     # parsed here, not with JSON.parse: 64-bit seeds do not survive a JavaScript number
     embedded = json.loads(page.text_content('script#record[type="application/json"]') or "null")
-    assert embedded == record, "the embedded record differs from data/games.jsonl"
+    assert embedded == record, "the embedded record differs from data/games.jsonl.gz"
 
     now = state(page)
     winners: list[int] = []

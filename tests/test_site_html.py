@@ -11,6 +11,7 @@ shared with ``test_site_browser.py``.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -50,7 +51,7 @@ class Site:
     leaderboard: dict[str, Any]
     """SITE/data/leaderboard.json."""
     records: list[dict[str, Any]]
-    """SITE/data/games.jsonl, in file order."""
+    """SITE/data/games.jsonl.gz, in file order."""
     tournament: Path
     """The tournament's output folder (DIR)."""
 
@@ -58,11 +59,24 @@ class Site:
         return sorted(self.root.rglob("*.html"))
 
     def game_page(self, record: dict[str, Any]) -> Path:
-        return self.root / "games" / f"{record['game_id']}.html"
+        return self.root / game_rel(record["game_id"])
 
 
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def game_rel(game_id: str) -> str:
+    """A game page's path in the site, as docs/publishing.md gives it: games/XY/ID.html,
+    XY the first two hex digits of SHA-256 of ID's file name."""
+    name = slug(game_id)
+    return f"games/{hashlib.sha256(name.encode()).hexdigest()[:2]}/{name}.html"
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a gzip-compressed JSON-lines file."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def arena(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -80,9 +94,7 @@ def build_site(folder: Path) -> Site:
     done = arena("publish", str(out), "--out", str(site))
     assert done.returncode == 0, f"arena publish failed:\n{done.stdout}{done.stderr}"
     leaderboard = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
-    records = [json.loads(line) for line in
-               (site / "data" / "games.jsonl").read_text(encoding="utf-8").splitlines()
-               if line.strip()]
+    records = read_records(site / "data" / "games.jsonl.gz")
     return Site(site, leaderboard, records, out)
 
 
@@ -172,11 +184,12 @@ def resolve(site: Site, page: Path, url: str) -> tuple[Path, str] | None:
 def test_files_of_the_contract_exist(site: Site) -> None:
     root = site.root
     for rel in ("index.html", "games.html", "tournament.html", "data/leaderboard.json",
-                "data/games.jsonl", "assets/site.css", "assets/site.js", "assets/replay.js"):
+                "data/games.jsonl.gz", "assets/site.css", "assets/site.js", "assets/replay.js"):
         assert (root / rel).is_file(), f"missing {rel}"
     assert len(site.records) == GAMES
-    assert {r["game_id"] for r in site.records} == {
-        p.stem for p in (root / "games").glob("*.html")}, "one game page per record"
+    pages = {p.relative_to(root).as_posix() for p in (root / "games").glob("*/*.html")}
+    assert pages == {game_rel(r["game_id"]) for r in site.records}, "one game page per record"
+    assert not list((root / "games").glob("*.html")), "game pages sit in their folders"
     names = [b["name"] for b in site.leaderboard["bots"]]
     assert sorted(names) == sorted(name for name, _ in BOTS)
     assert sorted(p.name for p in (root / "bots").glob("*.html")) == sorted(
@@ -188,8 +201,9 @@ def test_files_of_the_contract_exist(site: Site) -> None:
 
 
 def test_published_records_verify(site: Site) -> None:
-    """The tournament page says to re-check data/games.jsonl with `arena verify`: it holds."""
-    done = arena("verify", str(site.root / "data" / "games.jsonl"))
+    """The tournament page says to re-check data/games.jsonl.gz with `arena verify`: it holds
+    (read as it is, compressed)."""
+    done = arena("verify", str(site.root / "data" / "games.jsonl.gz"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"ok ({GAMES} records)" in done.stdout
 
@@ -201,7 +215,7 @@ def test_tournament_page_states_the_seed(site: Site) -> None:
     assert seed is not None and commitment
     assert hashlib.sha256(str(seed).encode()).hexdigest() == commitment
     assert str(seed) in text and commitment in text
-    assert "hashlib.sha256" in text and "arena verify" in text and "data/games.jsonl" in text
+    assert "hashlib.sha256" in text and "arena verify" in text and "data/games.jsonl.gz" in text
 
 
 def test_tournament_page_states_the_chain_head_and_the_store_ends_there(site: Site) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -406,3 +407,28 @@ def test_a_store_error_class_follows_sqlite_s_code_not_its_text(out: Path) -> No
         store.game_finished(scheduled(0), {**record, "game_id": scheduled(0).id},
                             [[1.0]] * 3)
     assert not isinstance(caught.value, StoreIOError)
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "no-sandbox"])
+def test_a_temporary_folder_too_long_for_a_socket_is_not_the_bot_s_fault(
+        tmp_path: Path, sandbox: bool) -> None:
+    """TMPDIR's path leaves no room for a unix socket (107 bytes): the bots' sockets go
+    to a short folder instead, and every game is played without a fault."""
+    deep = tmp_path / ("t" * 60) / ("m" * 60)
+    deep.mkdir(parents=True)
+    bot = REPO / "sample_bots" / "python" / "random_bot.py"
+    config = tmp_path / "long.toml"
+    text = tournament_toml("long-tmp", "trumps", 2, 7, 1, [
+        ("a", f"cmd:python {bot}"), ("b", f"cmd:python {bot}")], options={"draw": False})
+    if not sandbox:
+        text = "\n".join(line + ("\nsandbox = false" if line.startswith("spec =") else "")
+                         for line in text.splitlines()) + "\n"
+    config.write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TMPDIR"] = str(deep)
+    done = arena("tournament", str(config), "--out", str(tmp_path / "out"),
+                 "--resamples", "5", env=env)
+    assert done.returncode == 0, done.stderr
+    board = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    assert board["games"] == 2 and all(sum(b["faults"].values()) == 0 for b in board["bots"])
+    assert not [p for p in deep.iterdir() if p.name.startswith("arena-bot-")]

@@ -3,6 +3,7 @@ clean stop on SIGINT, faults in the leaderboard, export and verify."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -322,7 +323,7 @@ def check_only_done_games_are_counted(out: Path, done: set[str], tmp_path: Path)
     site = tmp_path / "site"
     published = arena("publish", str(out), "--out", str(site), "--resamples", "50")
     assert published.returncode == 0, published.stderr
-    records = (site / "data" / "games.jsonl").read_text().splitlines()
+    records = gzip.decompress((site / "data" / "games.jsonl.gz").read_bytes()).splitlines()
     assert sorted(json.loads(line)["game_id"] for line in records) == sorted(done)
     listing = (site / "games.html").read_text()
     assert f'id="games-count" for="filter-bot filter-table filter-deal">{n} games<' in listing

@@ -283,13 +283,14 @@ class Checker:
 
 async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None, move_ms: int,
                      games_per_kind: int, log_dir: Path,
-                     confinement: Confinement | None = None) -> Report:
+                     confinement: Confinement | None = None, cwd: Path | None = None) -> Report:
     """Run every check on the bot ``spec``; :class:`HandshakeError` when it cannot play.
 
-    ``games`` None means every game the bot claims. Every process started is ended.
+    ``games`` None means every game the bot claims. A ``cmd:`` bot runs in ``cwd`` (None:
+    the arena's working folder). Every process started is ended.
     """
     report = Report(spec_text)
-    connection = BotConnection(spec_text, spec, log_dir, confinement=confinement)
+    connection = BotConnection(spec_text, spec, log_dir, confinement=confinement, cwd=cwd)
     try:
         started = time.perf_counter()
         info = await connection.open()

@@ -25,6 +25,8 @@ from arena.cli.match import add_parser as add_match_parser
 from arena.cli.play import cmd_play
 from arena.cli.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
 from arena.cli.records import cmd_export, cmd_verify
+from arena.cli.submit import add_parser as add_submit_parser
+from arena.cli.submit import cmd_submit
 from arena.model.errors import one_line
 from arena.model.spec import BUILTIN_BOTS
 from arena.rules import GAMES
@@ -98,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     add_league_parser(sub)
     add_publish_parser(sub)
     add_serve_parser(sub)
+    add_submit_parser(sub)
     return parser
 
 
@@ -148,7 +151,7 @@ def cmd_league(args: argparse.Namespace) -> int:
 COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
             "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
             "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match,
-            "league": cmd_league}
+            "league": cmd_league, "submit": cmd_submit}
 
 
 def _escape_what_cannot_be_encoded() -> None:

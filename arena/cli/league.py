@@ -10,6 +10,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError
 
 PROG = "arena league"
+DEFAULT_ADDRESS = "127.0.0.1:50061"
+DEFAULT_WEB = "127.0.0.1:8061"
 WAIT_S = 60.0
 """How long a field change waits for the run's answer by default."""
 
@@ -74,19 +77,60 @@ def add_parser(subparsers: Any) -> None:
         q.add_argument("--out", type=Path, metavar="DIR",
                        help="the output folder (default: the file's 'output')")
 
-    run = sub.add_parser("run", help="play games until stopped (or resume)")
-    common(run)
-    run.add_argument("--fresh", action="store_true",
-                     help="start afresh, deleting the stored games and field changes")
-    run.add_argument("--games", type=int, metavar="N",
-                     help="decide sets of N more games, finish them, and stop (default: "
-                          "play until stopped)")
-    run.add_argument("--resamples", type=int, default=1000, metavar="N",
-                     help="bootstrap resamples of the leaderboard written at the end "
-                          "(default 1000)")
-    run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                     help="play on a Ray cluster (not yet supported for leagues: see "
-                          "docs/league.md)")
+    def run_flags(run: argparse.ArgumentParser) -> None:
+        common(run)
+        run.add_argument("--fresh", action="store_true",
+                         help="start afresh, deleting the stored games and field changes")
+        run.add_argument("--games", type=int, metavar="N",
+                         help="decide sets of N more games, finish them, and stop "
+                              "(default: play until stopped)")
+        run.add_argument("--resamples", type=int, default=1000, metavar="N",
+                         help="bootstrap resamples of the leaderboard written at the end "
+                              "(default 1000)")
+        run.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                         help="play on a Ray cluster (not yet supported for leagues: see "
+                              "docs/league.md)")
+
+    run_flags(sub.add_parser("run", help="play games until stopped (or resume)"))
+    serve = sub.add_parser(
+        "serve", help="run the league and serve it: authors submit bots over the network "
+                      "(docs/submit.md), everyone watches (--web)")
+    run_flags(serve)
+    serve.add_argument("--address", default=DEFAULT_ADDRESS, metavar="HOST:PORT",
+                       help=f"where the league service listens (default {DEFAULT_ADDRESS};"
+                            f" any address but loopback needs --tls-cert and --tls-key)")
+    serve.add_argument("--tls-cert", type=Path, metavar="PEM",
+                       help="the server's TLS certificate (chain), as for a remote bot")
+    serve.add_argument("--tls-key", type=Path, metavar="PEM", help="its private key")
+    serve.add_argument("--web", nargs="?", const=DEFAULT_WEB, default=None,
+                       metavar="HOST:PORT",
+                       help=f"serve the live page too (default {DEFAULT_WEB}; the same "
+                            f"TLS rule)")
+    serve.add_argument("--check-games", type=int, default=1, metavar="N",
+                       help="check-bot's games of each kind for a submission (default 1)")
+    serve.add_argument("--runtime", action="append", default=[], metavar="NAME",
+                       help="a runtime submissions may name in bot.toml (repeatable; "
+                            "default: python3, node, native)")
+    serve.add_argument("--json", action="store_true",
+                       help="print one JSON line once serving: its ports (for scripts)")
+
+    author = sub.add_parser("author", help="the league's authors: who may submit bots")
+    author_sub = author.add_subparsers(dest="author_command", required=True,
+                                       parser_class=type(p))
+    a_add = author_sub.add_parser("add", help="add an author; prints their token once")
+    common(a_add)
+    a_add.add_argument("name", metavar="NAME")
+    a_add.add_argument("--submissions-per-hour", type=int, metavar="N")
+    a_add.add_argument("--max-bundle-mib", type=float, metavar="MIB")
+    a_rot = author_sub.add_parser("rotate", help="a new token for an author (the old one "
+                                                 "stops working); printed once")
+    common(a_rot)
+    a_rot.add_argument("name", metavar="NAME")
+    a_rev = author_sub.add_parser("revoke", help="an author's token stops working")
+    common(a_rev)
+    a_rev.add_argument("name", metavar="NAME")
+    a_list = author_sub.add_parser("list", help="the authors and their limits")
+    common(a_list)
 
     def change(q: argparse.ArgumentParser) -> None:
         q.add_argument("--wait", type=float, default=WAIT_S, metavar="S",
@@ -141,8 +185,8 @@ def cmd_league(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise LeagueUsage(str(e)) from None
     command: Callable[[LeagueConfig, argparse.Namespace], int] = {
-        "run": _run, "add": _add, "update": _add, "retire": _retire, "status": _status,
-        "close": _close}[args.league_command]
+        "run": _run, "serve": _run, "add": _add, "update": _add, "retire": _retire,
+        "status": _status, "close": _close, "author": _author}[args.league_command]
     return command(config, args)
 
 
@@ -240,6 +284,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         if why is not None:
             raise LeagueUsage(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: "
                               f"{why}")
+    serving = _serving(config, args) if args.league_command == "serve" else None
     _claim(config)
     try:
         lock = RunLock.take(config.output, "league")
@@ -295,9 +340,13 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         summary: LeagueSummary | None = None
         league: League | None = None
         try:
-            summary, league = trio.run(lambda: run_league(
-                config, store, on_event=event, on_start=started, on_game=game,
-                max_games=args.games))
+            if serving is None:
+                summary, league = trio.run(lambda: run_league(
+                    config, store, on_event=event, on_start=started, on_game=game,
+                    max_games=args.games))
+            else:
+                summary, league = trio.run(lambda: _serve(
+                    config, store, serving, event, started, game, args.games))
         except KeyboardInterrupt:
             summary = None
         interrupted = summary is None or summary.interrupted
@@ -334,6 +383,139 @@ def _write_board(store: Store, folder: Path, resamples: int) -> None:
         write_leaderboard(folder, board)
     except (StoreError, OSError) as e:
         print(f"note: the leaderboard was not written: {one_line(str(e))}", file=sys.stderr)
+
+
+# -- serve -------------------------------------------------------------------------------
+
+
+def _serving(config: LeagueConfig, args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of ``serve``, checked before anything starts."""
+    from arena.league.manifest import DEFAULT_RUNTIMES, ManifestError, check_runtimes
+    from arena.model.league_api import TlsFiles
+    from arena.wire.league import address_problem
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise LeagueUsage("TLS needs both --tls-cert and --tls-key")
+    tls = TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None
+    for path in (args.tls_cert, args.tls_key):
+        if path is not None and not path.is_file():
+            raise LeagueUsage(f"{path}: no such file")
+    for where in (args.address, args.web):
+        if where is not None:
+            problem = address_problem(where, tls)
+            if problem is not None:
+                raise LeagueUsage(problem)
+    if not 0 <= args.check_games <= 100:
+        raise LeagueUsage("--check-games must be 0..100 (0: the hand-shake only)")
+    runtimes = tuple(args.runtime) or DEFAULT_RUNTIMES
+    try:
+        check_runtimes(runtimes)
+    except ManifestError as e:
+        raise LeagueUsage(f"--runtime: {e}") from None
+    return {"address": args.address, "tls": tls, "web": args.web, "runtimes": runtimes,
+            "check_games": args.check_games, "json": args.json}
+
+
+async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
+                 event: Callable[[str], None], started: Callable[[League], None],
+                 game: Callable[[League], None], max_games: int | None,
+                 ) -> tuple[LeagueSummary, League | None]:
+    """Run the league (as ``run`` does) with the league service in front of it."""
+    from arena.league.service import SubmitRules
+    from arena.online.backend import RunnerBackend
+    from arena.online.checks import BundleCheck
+    from arena.online.server import Serving, serve_league
+
+    backend = RunnerBackend(config)
+    ready = trio.Event()
+    result: list[tuple[LeagueSummary, League | None]] = []
+
+    def on_start(league: League) -> None:
+        backend.attach(league)
+        started(league)
+        ready.set()
+
+    def on_event(text: str) -> None:
+        event(text)
+        backend.on_event(text)
+
+    def announce(where: Serving) -> None:
+        scheme = "grpcs" if where.tls else "grpc"
+        host = serving["address"].rpartition(":")[0]
+        if serving["json"]:
+            print(json.dumps({"port": where.port, "web": where.web_url,
+                              "swept": list(where.swept)}), flush=True)
+        print(f"league service on {scheme}://{host}:{where.port}"
+              + (f"; live page {where.web_url}" if where.web_url else ""),
+              file=sys.stderr, flush=True)
+
+    async with trio.open_nursery() as nursery:
+        async def league_task() -> None:
+            result.append(await run_league(config, store, on_event=on_event,
+                                           on_start=on_start, on_game=game,
+                                           max_games=max_games))
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(league_task)
+        await ready.wait()
+        checker = BundleCheck(move_ms=config.base.move_ms,
+                              games_per_kind=serving["check_games"],
+                              limits=config.base.limits, games=(config.base.game,))
+        nursery.start_soon(lambda: serve_league(
+            backend, config.output, serving["address"], serving["tls"],
+            rules=SubmitRules(runtimes=serving["runtimes"]), checker=checker,
+            web=serving["web"], announce=announce))
+    if not result:
+        raise KeyboardInterrupt
+    return result[0]
+
+
+# -- authors -----------------------------------------------------------------------------
+
+
+def _author(config: LeagueConfig, args: argparse.Namespace) -> int:
+    from arena.league.authors import (
+        AuthorError,
+        AuthorFile,
+        add_author,
+        revoke,
+        rotate_token,
+    )
+    from arena.model.league_api import AuthorLimits
+
+    _claim(config)
+    authors = AuthorFile.in_folder(config.output)
+    try:
+        if args.author_command == "list":
+            for a in authors.all():
+                lim = a.limits
+                print(f"{a.name}: {'revoked' if a.revoked else 'active'}; "
+                      f"{lim.submissions_per_hour} submissions/hour, bundles up to "
+                      f"{lim.max_bundle_bytes / (1 << 20):g} MiB")
+            return 0
+        if args.author_command == "revoke":
+            revoke(authors, args.name)
+            print(f"{args.name}: the token no longer works")
+            return 0
+        if args.author_command == "rotate":
+            token = rotate_token(authors, args.name)
+        else:
+            limits = AuthorLimits()
+            if args.submissions_per_hour is not None:
+                if not 1 <= args.submissions_per_hour <= 10_000:
+                    raise LeagueUsage("--submissions-per-hour must be 1..10000")
+                limits = replace(limits, submissions_per_hour=args.submissions_per_hour)
+            if args.max_bundle_mib is not None:
+                if not 0 < args.max_bundle_mib <= 1024:
+                    raise LeagueUsage("--max-bundle-mib must be in (0, 1024]")
+                limits = replace(limits, max_bundle_bytes=int(args.max_bundle_mib * (1 << 20)))
+            token = add_author(authors, args.name, limits)
+    except AuthorError as e:
+        raise LeagueUsage(f"{PROG} author {args.author_command}: {e}") from None
+    print(f"the token of {args.name} (shown once, only its SHA-256 is kept; give it to "
+          f"them privately):", file=sys.stderr)
+    print(token)
+    return 0
 
 
 # -- add, update, retire, close ---------------------------------------------------------

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import sqlite3
 import sys
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from arena.cli.common import UsageError, open_store
 from arena.model.chain import CHAIN_KEY, ChainError, ChainWalk, Link, is_hex_digest
@@ -25,7 +28,7 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
     """The records in a file: one JSON document, or JSON lines; yields (where, record),
     or (where, RecordError) for input that is not a record (see :func:`parse_record`)."""
     try:
-        with path.open("rb") as f:
+        with _open_records(path) as f:
             head = f.read(MAX_RECORD_BYTES + 1)
             if len(head) <= MAX_RECORD_BYTES:  # the whole file may be one record
                 try:
@@ -49,8 +52,24 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
                     yield f"{path}:{number}", parse_record(line)
                 except RecordError as e:
                     yield f"{path}:{number}", e
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise UsageError(one_line(f"{path}: damaged gzip data: {e}")) from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+
+
+@contextmanager
+def _open_records(path: Path) -> Iterator[IO[bytes]]:
+    """The file's bytes, uncompressed as they are read when it is gzip data (the
+    published site's ``data/games.jsonl.gz``, or any file starting with gzip's magic)."""
+    with path.open("rb") as f:
+        if f.read(2) != b"\x1f\x8b":
+            f.seek(0)
+            yield f
+            return
+        f.seek(0)
+        with gzip.GzipFile(fileobj=f, mode="rb") as unpacked:
+            yield unpacked  # type: ignore[misc]  # a GzipFile is a binary file
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

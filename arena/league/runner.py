@@ -63,11 +63,13 @@ from arena.league.store import (
 )
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
-from arena.play.pool import BotPool
+from arena.play.game import run_game
+from arena.play.pool import BotPool, leased_players
+from arena.play.referee import Player
 from arena.proc.bwrap import bot_folders
 from arena.proc.connection import HandshakeError
 from arena.stats.ratings import GameScores
-from arena.tournament.runner import job_of, play_stored, stop_on_signal
+from arena.tournament.runner import job_of, stop_on_signal
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 from arena.tournament.writer import StoreWriter, store_writer
@@ -165,6 +167,18 @@ class _Refused(BotPool):
 Event = Callable[[str], None]
 
 
+class GameWatcher:
+    """What a watcher of the games is told (the league service's live page): a game whose
+    players are seated (it may wrap them, e.g. to see each decision's public state), and a
+    game finished and stored. The default sees nothing."""
+
+    def started(self, scheduled: ScheduledGame, players: list[Player]) -> list[Player]:
+        return players
+
+    def finished(self, scheduled: ScheduledGame, outcome: GameOutcome | None) -> None:
+        """``outcome`` None: the game was not finished (the run stops)."""
+
+
 class League:
     """A running league: its field, ratings, sets and pools (one run)."""
 
@@ -213,6 +227,8 @@ class League:
         """Games of the sets this run decided."""
         self.stop = False
         self.cores = sorted(os.sched_getaffinity(0))
+        self.watcher = GameWatcher()
+        """Set by whoever watches the games (before they start: in ``on_start``)."""
 
     # -- the field ------------------------------------------------------------------
 
@@ -487,8 +503,24 @@ class League:
                 await trio.sleep(0.05)
             seed = self.seeds[scheduled.deal_no]
             job = job_of(self.base, seed, scheduled, self.seat_jobs)
-            outcome = await play_stored(self.pools, job, scheduled, core, self.writer)
+            outcome = await self._play(job, scheduled, core)
             self._finished(scheduled, outcome)
+
+    async def _play(self, job: Any, scheduled: ScheduledGame, core: int | None,
+                    ) -> GameOutcome:
+        """:func:`arena.tournament.runner.play_stored`, with the watcher told."""
+        outcome: GameOutcome | None = None
+        try:
+            async with leased_players(self.pools, job, core) as players:
+                await self.writer.game_started(scheduled)
+                seated = self.watcher.started(scheduled, players)
+                outcome = await run_game(job, seated)
+            await self.writer.game_finished(scheduled, outcome.record, outcome.latencies_ms,
+                                            outcome.cpu_ms)
+        except BaseException:
+            self.watcher.finished(scheduled, None)
+            raise
+        return outcome
 
     def _finished(self, scheduled: ScheduledGame, outcome: GameOutcome) -> None:
         started = time.perf_counter()
@@ -505,6 +537,7 @@ class League:
             for name in self.sets[n].bots:
                 self._release(name)
             self._changed.set()
+        self.watcher.finished(scheduled, outcome)
         if self.on_game is not None:
             self.on_game(self)
 

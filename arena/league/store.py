@@ -581,3 +581,33 @@ def set_deal_seed(master_seed: int, derivation: int) -> int:
     """The deal seed of the set with derivation index ``derivation`` in a season of
     master seed ``master_seed`` (:func:`arena.tournament.schedule.deal_seed`)."""
     return deal_seed(master_seed, derivation)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRow:
+    """A version of a bot with the request that made it (the league service keeps its
+    author, manifest version and bundle there); ``request`` empty for the file's bots."""
+
+    name: str
+    base: str
+    version_no: int
+    status: str
+    house: bool
+    added_at: float
+    request: Mapping[str, Any]
+
+
+def field_rows(store: Store) -> list[FieldRow]:
+    """Every version of every bot, in the order they joined, with its request's body."""
+    rows = _read(store, "SELECT b.name, b.base, b.version_no, b.status, b.house, b.added_at,"
+                        " r.body FROM league_bots AS b LEFT JOIN league_requests AS r"
+                        " ON r.id = b.request ORDER BY b.added_at, b.rowid")
+    out: list[FieldRow] = []
+    for name, base, version_no, status, house, added_at, body in rows:
+        try:
+            request = json.loads(body) if body else {}
+        except ValueError:
+            request = {}
+        out.append(FieldRow(str(name), str(base), int(version_no), str(status), bool(house),
+                            float(added_at), request if isinstance(request, dict) else {}))
+    return out

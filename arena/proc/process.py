@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +55,29 @@ to be in its log), to say how it ended."""
 _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
 """Variables of the arena's environment a bot it starts does not inherit: that bot serves
 on a private unix socket, without TLS or a token."""
+
+
+SOCKET_PATH_MAX = 107
+"""The longest path of a unix socket (``sun_path`` holds 108 bytes with its NUL)."""
+
+SHORT_ROOT = "/tmp"
+"""Where socket folders go when the temporary folder's path is too long for a socket."""
+
+
+def socket_root() -> str:
+    """The folder that bots' socket folders are made in: the temporary folder
+    (``TMPDIR``), or :data:`SHORT_ROOT` when a socket under it would pass
+    :data:`SOCKET_PATH_MAX` bytes. ValueError (one line, naming the folder) when neither
+    can hold one."""
+    tail = len(f"/arena-bot-{os.getpid()}-xxxxxxxx/bot.sock")
+    root = tempfile.gettempdir()
+    if len(os.fsencode(root)) + tail <= SOCKET_PATH_MAX:
+        return root
+    if os.path.isdir(SHORT_ROOT) and os.access(SHORT_ROOT, os.W_OK | os.X_OK):
+        return SHORT_ROOT
+    raise ValueError(f"the temporary folder {root} is too long for a unix socket's path "
+                     f"({SOCKET_PATH_MAX} bytes) and {SHORT_ROOT} is not writable: set "
+                     "TMPDIR to a shorter folder")
 
 
 class BotProcess:
@@ -121,8 +145,12 @@ class BotProcess:
         confinement = self.confinement
         if confinement.sandbox:  # its socket folder is a tmpfs in its sandbox: nothing here
             listen = f"unix:{SOCKET_DIR}/{SOCKET_NAME}"
-        else:
-            self._dir = _socket_dir()
+        else:  # a folder of ours on the host, short enough for a socket's path
+            try:
+                root = socket_root()
+            except ValueError as e:
+                raise BotStartError(f"bot {self.name}: {e}") from None
+            self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
             listen = self.target = f"unix:{os.path.join(self._dir, SOCKET_NAME)}"
         args = command_args(self.command)
         program = shutil.which(args[0], path=os.environ.get("PATH")) if os.sep not in args[0] \
@@ -437,8 +465,7 @@ class BotProcess:
                 while self._cgroup is not None and self._cgroup.pids():
                     self._signal_all(signal.SIGKILL)
                     await trio.sleep(0.005)
-            await self.reclaim()  # before the cgroup goes (its pages would stay cached)
-        self._finish()
+        self._finish(background=True)
 
     @property
     def signals_reach_bot(self) -> bool:
@@ -476,8 +503,6 @@ class BotProcess:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-            if self._cgroup is not None:
-                self._cgroup.reclaim()
         self._finish()
 
     def _signal_all(self, signo: int) -> None:
@@ -498,23 +523,32 @@ class BotProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _finish(self) -> None:
+    def _finish(self, background: bool = False) -> None:
         proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
         if proc is not None:
             self._exit_code = proc.poll()
         if self._drain is not None:
             self._drain.stop()  # one byte: the pump lets go by itself
-        self._cleanup()
+        self._cleanup(background)
 
-    def _cleanup(self) -> None:
+    def _cleanup(self, background: bool = False) -> None:
+        """Close what is open, and remove the socket folder and the cgroup, the latter
+        after reclaiming its memory (what its processes brought into the page cache and
+        the dentry cache would stay there, handed to the parent cgroup); ``background``:
+        that on a thread of its own, not to hold up the caller (some tens of ms)."""
         _close(self._info, self._sock_dir, self._sock)
         self._info = self._sock_dir = self._sock = None
-        if self._cgroup is not None and not self._cgroup.pids():
+        cgroup = self._cgroup
+        if cgroup is not None and not cgroup.pids():
             # what a report of its end needs, read before the cgroup goes
-            self._last_cpu_ns = self._cgroup.cpu_ns()
-            self._last_limit_hit = self._cgroup.limit_hit()
-            self._cgroup.remove()
+            self._last_cpu_ns = cgroup.cpu_ns()
+            self._last_limit_hit = cgroup.limit_hit()
             self._cgroup = None
+            if background:  # (if the arena ends first, its reaper removes the cgroup)
+                threading.Thread(target=_reclaim_and_remove, args=(cgroup,),
+                                 name="bot-cgroup-end", daemon=True).start()
+            else:
+                _reclaim_and_remove(cgroup)
         if self._dir is not None:
             for entry in os.listdir(self._dir):
                 try:
@@ -538,6 +572,11 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
                     "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
     env.update(dict(confinement.env))
     return env
+
+
+def _reclaim_and_remove(cgroup: Cgroup) -> None:
+    cgroup.reclaim()
+    cgroup.remove()
 
 
 def _close(*fds: int | None) -> None:
@@ -570,21 +609,6 @@ def _open_path(root: str, *names: str) -> int | None:
 
 SOCKET_NAME = "bot.sock"
 
-SOCKET_PATH_MAX = 107
-"""The longest path a unix socket's address takes (``sun_path`` is 108 bytes, NUL)."""
-
-
-def _socket_dir() -> str:
-    """A private folder for an unsandboxed bot's socket: in the temporary folder, or in
-    /tmp where that path would be too long for a socket's address; :class:`BotStartError`
-    naming the cause where neither fits."""
-    for root in (tempfile.gettempdir(), "/tmp"):
-        probe = os.path.join(root, f"arena-bot-{os.getpid()}-xxxxxxxx", SOCKET_NAME)
-        if len(os.fsencode(probe)) <= SOCKET_PATH_MAX:
-            return tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
-    raise BotStartError(f"no socket folder fits: a unix socket's path takes at most "
-                        f"{SOCKET_PATH_MAX} bytes, and {tempfile.gettempdir()!r} and /tmp "
-                        f"are too long (set TMPDIR to a short folder)")
 
 
 def _signal_name(signo: int) -> str:

@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 from arena.proc.cgroup import Mechanism, limit_mechanism, pid_alive, sweep_stale_cgroups
+from arena.proc.process import SHORT_ROOT
 
 _reaper: subprocess.Popen[bytes] | None = None
 
@@ -67,10 +68,10 @@ _cleaned = False
 
 def sweep_stale_socket_dirs() -> None:
     """Remove the socket folders of arena processes that are gone (after a kill -9). A
-    folder is ``arena-bot-PID-*``, in the temporary folder or in /tmp (where an
-    unsandboxed bot's socket goes when the temporary folder's path is too long); one whose
-    PID lives is left. (A sandboxed bot's socket folder is in its sandbox: nothing here.)"""
-    for root in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
+    folder is ``arena-bot-PID-*``, in the temporary folder or (where that one's path is
+    too long for a socket) in :data:`~arena.proc.process.SHORT_ROOT`; one whose PID lives
+    is left. (A sandboxed bot's socket folder is a tmpfs in its sandbox: nothing here.)"""
+    for root in dict.fromkeys((tempfile.gettempdir(), SHORT_ROOT)):
         _sweep_socket_dirs(root)
 
 

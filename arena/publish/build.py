@@ -2,9 +2,11 @@
 
 :func:`publish` reads the tournament store once, in schedule order. While the games
 stream past on their way into :func:`~arena.report.board.build_leaderboard`, each one
-is written out as its replay page and as a line of ``data/games.jsonl``, and only a few
+is written out as its replay page (``games/XY/ID.html``, 256 folders) and as a line of
+``data/games.jsonl.gz``, and only a few
 numbers per game are kept (for the games list and the bots' fault tables), so the time
-and memory grow linearly with the games. Then the leaderboard, bot, games-list and
+grows linearly with the games and the memory by about a hundred bytes a game. Then the
+leaderboard, bot, games-list (:data:`~arena.publish.markup.LIST_ROWS` games a page) and
 tournament pages are written, with their charts drawn as SVG here (see
 :mod:`arena.publish.charts`). The site is built in a temporary folder beside SITE and
 renamed into place at the end, so SITE is never half written and files of an earlier
@@ -13,6 +15,7 @@ publish (games that no longer exist) do not linger. See ``docs/publishing.md``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -27,7 +30,10 @@ from typing import Any
 
 from arena.model.files import MARKER, read_marker, write_marker
 from arena.publish.markup import (
+    DATA_FILE,
     Slugs,
+    game_path,
+    list_path,
     slug,
 )
 from arena.publish.pages import (
@@ -37,6 +43,7 @@ from arena.publish.pages import (
     game_page,
     games_page,
     index_page,
+    list_pages,
     tournament_page,
 )
 from arena.report.board import (
@@ -55,12 +62,15 @@ before sites were marked (:data:`arena.model.files.MARKER`), which may be replac
 
 _SITE_FILE = re.compile(
     r"(index|games|tournament)\.html|" + re.escape(MARKER) + r"|(games|bots)/[^/]+\.html"
-    r"|data/(leaderboard\.json|games\.jsonl)|assets/("
+    r"|games/([0-9a-f]{2}|list)/[^/]+\.html"
+    r"|data/(leaderboard\.json|games\.jsonl|games\.jsonl\.gz)|assets/("
     + "|".join(re.escape(name) for name in ASSETS) + ")")
-"""The files of a site (paths relative to it): what a publish may replace."""
+"""The files of a site (paths relative to it): what a publish may replace (those of the
+layout before game pages had folders of their own too)."""
 
 
 _SITE_DIRS = ("games", "bots", "data", "assets")
+_SITE_SUBDIRS = re.compile(r"games/([0-9a-f]{2}|list)")
 
 
 class PublishError(Exception):
@@ -90,7 +100,7 @@ def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        with Store.open(folder) as store:
+        with Store.open_readonly(folder) as store:
             meta = store.meta()
             registered = store.bots()
             total = store.count_done()
@@ -140,8 +150,9 @@ def _not_a_site(out: Path) -> str | None:
         for name in sorted(dirs) + sorted(files):
             path = Path(root, name)
             rel = path.relative_to(out).as_posix()
-            if path.is_symlink() or not (rel in _SITE_DIRS if name in dirs
-                                         else _SITE_FILE.fullmatch(rel)):
+            known = ((rel in _SITE_DIRS or _SITE_SUBDIRS.fullmatch(rel)) if name in dirs
+                     else _SITE_FILE.fullmatch(rel))
+            if path.is_symlink() or not known:
                 return f"{rel} is not a site file"
     return None
 
@@ -204,10 +215,12 @@ class Site:
 
     def tap(self, games: Iterable[StoredGame]) -> Iterator[StoredGame]:
         """Pass ``games`` through, writing each one's page and JSON line on the way."""
-        with open(self.dir / "data" / "games.jsonl", "w", encoding="utf-8",
-                  newline="\n") as jsonl:
+        # mtime 0 and no name in the gzip header: the same games make the same bytes
+        with open(self.dir / DATA_FILE, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                              compresslevel=6) as jsonl:
             for game in games:
-                jsonl.write(json.dumps(game.record, separators=(",", ":")) + "\n")
+                jsonl.write(json.dumps(game.record, separators=(",", ":")).encode() + b"\n")
                 self._add(game)
                 yield game
         self._flush(None)
@@ -235,7 +248,9 @@ class Site:
         """Write the pending game's page, now that the next one (or none) is known."""
         if self._pending is not None:
             pending = self._pending
-            _write(self.dir / "games" / f"{slug(pending.id)}.html", game_page(
+            target = self.dir / game_path(pending.id)
+            target.parent.mkdir(exist_ok=True)
+            _write(target, game_page(
                 pending, self, self._previous, following.id if following else None,
                 len(self.rows) - (1 if following else 0)))
             self._previous = pending.id
@@ -246,7 +261,10 @@ class Site:
     def finish(self, lb: Mapping[str, Any], registered: Sequence[Mapping[str, Any]]) -> None:
         _write(self.dir / "data" / "leaderboard.json", render_json(lb))
         _write(self.dir / "index.html", index_page(lb, self))
-        _write(self.dir / "games.html", games_page(lb, self))
+        for page_no in range(1, list_pages(len(self.rows)) + 1):
+            target = self.dir / list_path(page_no)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write(target, games_page(lb, self, page_no))
         _write(self.dir / "tournament.html", tournament_page(lb, self, registered))
         authors = {str(b["name"]): str(b.get("author") or "") for b in registered}
         for entry in lb["bots"]:

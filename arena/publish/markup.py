@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -61,8 +62,35 @@ def bot_link(root: str, slugs: Slugs, name: str, cls: str = "") -> str:
     return f'<a{klass} href="{esc(bot_href(root, slugs, name))}">{esc(name)}</a>'
 
 
+DATA_FILE = "data/games.jsonl.gz"
+"""Every record of the site, one JSON line each, gzip-compressed (``arena verify`` reads
+it as it is)."""
+
+LIST_ROWS = 1000
+"""Games per page of the games list: ``games.html`` holds the first, ``games/list/N.html``
+the N-th."""
+
+
+def game_path(game_id: str) -> str:
+    """A game page's path in the site: ``games/XY/ID.html``, XY the first two hex digits of
+    SHA-256 of the file name, so that no folder holds more than a few hundred pages at
+    100,000 games (256 folders)."""
+    name = slug(game_id)
+    return f"games/{hashlib.sha256(name.encode()).hexdigest()[:2]}/{name}.html"
+
+
 def game_href(root: str, game_id: str) -> str:
-    return f"{root}games/{quote(slug(game_id))}.html"
+    return root + quote(game_path(game_id))
+
+
+def list_path(page_no: int) -> str:
+    """The path of page ``page_no`` (1, 2, ...) of the games list."""
+    return "games.html" if page_no <= 1 else f"games/list/{page_no}.html"
+
+
+def list_root(page_no: int) -> str:
+    """The prefix from page ``page_no`` of the games list to the site's root."""
+    return "" if page_no <= 1 else "../../"
 
 
 def card_class(card: str) -> str:
@@ -153,7 +181,7 @@ def page(title: str, root: str, body: str, current: str = "", site_name: str = "
         f'<footer class="wrap">Published by trick-arena {esc(__version__)}'
         + (f" on {when(published)}" if published is not None else "") + " · "
         f'<a href="{root}data/leaderboard.json">leaderboard.json</a> · '
-        f'<a href="{root}data/games.jsonl">games.jsonl</a></footer>\n'
+        f'<a href="{root}{DATA_FILE}">games.jsonl.gz</a></footer>\n'
         "</body>\n</html>\n")
 
 

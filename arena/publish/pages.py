@@ -14,11 +14,15 @@ from arena.model.faults import FAULT_KINDS
 from arena.publish import charts
 from arena.publish.figures import charts_section
 from arena.publish.markup import (
+    DATA_FILE,
+    LIST_ROWS,
     Slugs,
     bot_link,
     data_value,
     esc,
     game_href,
+    list_path,
+    list_root,
     num,
     num_cell,
     page,
@@ -398,25 +402,61 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
                 description=f"{name} in {site.name}", published=site.published)
 
 
-def games_page(lb: Mapping[str, Any], site: SiteContext) -> str:
+def list_pages(count: int) -> int:
+    """How many pages the games list of ``count`` games has (at least one)."""
+    return max(1, -(-count // LIST_ROWS))
+
+
+def _list_pager(page_no: int, pages: int) -> str:
+    """Links to the other pages of the games list (the first, the last, and up to four on
+    each side of this one); the filters' query is kept by site.js."""
+    if pages <= 1:
+        return ""
+    root = list_root(page_no)
+    shown = sorted({1, pages, *range(max(1, page_no - 4), min(pages, page_no + 4) + 1)})
+    parts: list[str] = []
+    if page_no > 1:
+        parts.append(f'<a rel="prev" data-keep-query href="{root}{list_path(page_no - 1)}">'
+                     "← previous</a>")
+    last = 0
+    for n in shown:
+        if n > last + 1:
+            parts.append("…")
+        parts.append(f'<span aria-current="page">{n}</span>' if n == page_no else
+                     f'<a data-keep-query href="{root}{list_path(n)}">{n}</a>')
+        last = n
+    if page_no < pages:
+        parts.append(f'<a rel="next" data-keep-query href="{root}{list_path(page_no + 1)}">'
+                     "next →</a>")
+    return f'<nav class="pager" aria-label="Pages of the games list">{" ".join(parts)}</nav>'
+
+
+def games_page(lb: Mapping[str, Any], site: SiteContext, page_no: int = 1) -> str:
+    """Page ``page_no`` of the games list: :data:`LIST_ROWS` games in schedule order."""
     ranked = [b["name"] for b in lb["bots"]]
-    others = sorted({n for r in site.rows for n in r.bots} - set(ranked))
-    tables_ = sorted({r.table_no for r in site.rows})
-    deals = sorted({r.deal_no for r in site.rows})
+    count = len(site.rows)
+    pages = list_pages(count)
+    root = list_root(page_no)
+    first = (page_no - 1) * LIST_ROWS
+    shown_rows = site.rows[first:first + LIST_ROWS]
+    others = sorted({n for r in site.rows for n in r.bots} - set(ranked)) if page_no == 1 \
+        else sorted({n for r in shown_rows for n in r.bots} - set(ranked))
+    tables_ = sorted({r.table_no for r in shown_rows})
+    deals = sorted({r.deal_no for r in shown_rows})
     rows = []
-    for r in site.rows:
+    for r in shown_rows:
         seats = []
         for seat, (name, total, place) in enumerate(zip(r.bots, r.totals, r.places,
                                                         strict=True)):
             cls = "first" if place == 1 else ""
             seats.append(f'<li class="{cls}" title="seat {seat}, place {place}">'
-                         f'{bot_link("", site.slugs, name)} <span class="score">{num(total)}'
+                         f'{bot_link(root, site.slugs, name)} <span class="score">{num(total)}'
                          "</span></li>")
         rows.append(
             f'<tr data-game-id="{esc(r.id)}" data-table="t{r.table_no}" '
             f'data-deal="{r.deal_no}" data-bots="{esc(",".join(r.bots))}">'
             f'<td class="num">{r.seq + 1}</td>'
-            f'<td><a href="{esc(game_href("", r.id))}">{esc(r.id)}</a></td>'
+            f'<td><a href="{esc(game_href(root, r.id))}">{esc(r.id)}</a></td>'
             f'<td>t{r.table_no}</td><td class="num">{r.deal_no}</td>'
             f'<td class="num">{r.rotation}</td><td><ol class="seatlist">{"".join(seats)}</ol></td>'
             f'<td class="num{" bad" if r.faults else ""}">{r.faults}</td></tr>')
@@ -426,31 +466,39 @@ def games_page(lb: Mapping[str, Any], site: SiteContext) -> str:
         return (f'<label for="{sid}">{label}</label><select id="{sid}">'
                 f'<option value="">{all_text}</option>{opts}</select>')
 
-    count = len(site.rows)
+    on_page = len(shown_rows)
+    where = ("" if pages == 1 else
+             f" This is page {page_no} of {pages}: games {first + 1} to {first + on_page} "
+             f"of {count}, {LIST_ROWS} to a page; the filters apply to the page shown and "
+             "are kept from page to page.")
+    pager = _list_pager(page_no, pages)
     body = [
         "<h1>Games</h1>",
         f'<p class="lede">{_summary_line(lb, count)}. Every game links to its replay; seats '
-        "are listed in seat order with final totals, the winners in bold.</p>",
+        f"are listed in seat order with final totals, the winners in bold.{where}</p>",
+        pager,
         '<form class="filters" id="filters">',
         select("filter-bot", "Bot", ((n, n) for n in [*ranked, *others]), "All bots"),
         select("filter-table", "Table", ((f"t{t}", f"t{t}") for t in tables_), "All tables"),
         select("filter-deal", "Deal", ((str(d), str(d)) for d in deals), "All deals"),
-        f'<output id="games-count" for="filter-bot filter-table filter-deal">{count} '
-        f"game{'s' if count != 1 else ''}</output>",
+        f'<output id="games-count" for="filter-bot filter-table filter-deal">{on_page} '
+        f"game{'s' if on_page != 1 else ''}</output>",
         "</form>",
         '<div class="scroll">',
         table(["#", "Game", "Table", "Deal", "Rotation", "Seats and totals", "Faults"], rows,
               ' id="games" class="data"'),
         "</div>",
+        pager,
     ]
-    return page(f"Games: {site.name}", "", "\n".join(body), "games.html", site.name,
+    title = "Games" if pages == 1 else f"Games, page {page_no} of {pages}"
+    return page(f"{title}: {site.name}", root, "\n".join(body), "games.html", site.name,
                 description=f"The games of {site.name}", published=site.published)
 
 
 def game_page(game: StoredGame, site: SiteContext, previous: str | None, following: str | None,
               number: int) -> str:
     record = game.record
-    root = "../"
+    root = "../../"  # games/XY/ID.html
     seats = list(record.get("seats") or game.bots)
     n = len(seats)
     game_name = str(record.get("game"))
@@ -485,7 +533,8 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
     pager = []
     if previous:
         pager.append(f'<a rel="prev" href="{esc(game_href(root, previous))}">← {esc(previous)}</a>')
-    pager.append('<a href="../games.html">all games</a>')
+    listed = list_path((number - 1) // LIST_ROWS + 1)
+    pager.append(f'<a href="{root}{listed}">all games</a>')
     if following:
         pager.append(f'<a rel="next" href="{esc(game_href(root, following))}">'
                      f"{esc(following)} →</a>")
@@ -502,7 +551,7 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
               ' id="result" class="data compact"'),
         "</section>",
         replay_section(record, seats, lambda name: bot_link(root, site.slugs, name),
-                       '<a href="../data/games.jsonl">games.jsonl</a>'),
+                       f'<a href="{root}{DATA_FILE}">games.jsonl.gz</a>'),
         fault_html,
         f'<script type="application/json" id="record">{script_json(record)}</script>',
     ]
@@ -634,17 +683,18 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         "<p>Every finished game's record is chained to the ones before it by SHA-256, "
         "starting from the seed commitment; the head fixes every record, their number and "
         "their order. Check it against the organiser's export with <code>arena verify "
-        "games.jsonl --head HEAD</code>, or the few lines of Python in the trick-arena "
+        "games.jsonl.gz --head HEAD</code>, or the few lines of Python in the trick-arena "
         "documentation (<code>docs/records.md</code>).</p>",
         "</section>",
         '<section aria-labelledby="verify-h"><h2 id="verify-h">Checking the games</h2>',
-        '<p>Every game\'s complete record is in <a href="data/games.jsonl">data/games.jsonl</a> '
-        "(one JSON object per line, format <code>trick-arena.record/1</code>): the deal, the "
+        f'<p>Every game\'s complete record is in <a href="{DATA_FILE}">{DATA_FILE}</a> '
+        "(one JSON object per line, gzip-compressed, format <code>trick-arena.record/1</code>): "
+        "the deal, the "
         "trump, every bid and card, every trick and score. Anyone can re-play them through "
         "the rules engine of trick-arena (the version above, or a later one that reads this "
         "format):</p>",
-        "<pre><code>arena verify games.jsonl</code></pre>",
-        "<p>It prints <code>games.jsonl: ok (N records), no chain</code>, or the first "
+        "<pre><code>arena verify games.jsonl.gz</code></pre>",
+        "<p>It prints <code>games.jsonl.gz: ok (N records), no chain</code>, or the first "
         "record, round, trick and seat that does not hold. The leaderboard's numbers are in "
         '<a href="data/leaderboard.json">data/leaderboard.json</a>.</p>',
         dl([("Played with", f"trick-arena {esc(lb.get('arena_version') or '?')}"),

@@ -89,7 +89,22 @@
     });
     var form = document.getElementById("filters");
     if (form) form.addEventListener("submit", function (e) { e.preventDefault(); });
+    // a list of many pages: the pager's links keep the filters chosen
+    var keep = function () {
+      var query = new URLSearchParams();
+      if (byBot.value) query.set("bot", byBot.value);
+      if (byTable.value) query.set("table", byTable.value);
+      if (byDeal.value) query.set("deal", byDeal.value);
+      var text = query.toString();
+      document.querySelectorAll("a[data-keep-query]").forEach(function (a) {
+        a.search = text ? "?" + text : "";
+      });
+    };
+    [byBot, byTable, byDeal].forEach(function (select) {
+      select.addEventListener("change", keep);
+    });
     apply();
+    keep();
   }
 
   // -- tables wider than their box: the box scrolls sideways. Say so where it does: the

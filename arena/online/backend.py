@@ -1,0 +1,418 @@
+"""``RunnerBackend``: the league service in front of a running league
+(:mod:`arena.league.runner`), as ``arena league serve FILE`` runs it.
+
+There is one way the field changes: a submission that passed check-bot becomes an ``add``
+or ``update`` request of the league's inbox (:mod:`arena.league.inbox`), the request
+``arena league add`` writes from another terminal, applied by the run in one store
+transaction with its id (:func:`arena.league.store.apply_request`) and answered once the
+bot's first process has answered its hand-shake. The request carries the author, the
+manifest's version and the bundle's SHA-256; the store keeps the request's body, so who
+owns which bot survives every restart. The service acknowledges a submission only once
+that answer is there: the bot is in the store, durably.
+
+Everything read comes from the store (through its writer thread) or from the run itself:
+the live ratings, the games in progress (the public state at every decision: each seat is
+watched as it is asked, :class:`arena.league.runner.GameWatcher`), and the stderr log of
+each bot's process in each game (kept for the games of this run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena.league import inbox
+from arena.league.config import LeagueConfig
+from arena.league.runner import GameWatcher, League
+from arena.league.service import Broadcast
+from arena.league.store import Answer, FieldRow, entry_json, field_rows
+from arena.model.job import GameOutcome
+from arena.model.league_api import (
+    ACTIVE,
+    BOT_JOINED,
+    GAME_FINISHED,
+    GAME_PROGRESS,
+    GAME_STARTED,
+    RETIRED,
+    STANDINGS,
+    BotDetail,
+    FieldBot,
+    GameSummary,
+    LeagueError,
+    LeagueEvent,
+    LiveGame,
+    RatingPoint,
+    SeasonInfo,
+    Standing,
+    VersionEntry,
+)
+from arena.model.limits import Confinement
+from arena.model.spec import BotSpec
+from arena.online.checks import sdk_env
+from arena.play.players import RemotePlayer
+from arena.play.referee import Player
+from arena.rules import View
+from arena.rules.cards import format_card, format_suit
+from arena.tournament.config import BotEntry
+from arena.tournament.schedule import ScheduledGame
+from arena.tournament.store import Store
+
+ORGANISER = "organiser"
+"""The author shown for the league file's bots (and the house bots)."""
+ANSWER_WAIT_S = 300.0
+"""How long a submission waits for the run to take it in (its hand-shake included)."""
+HISTORY = 500
+"""Rating points kept per bot for its chart."""
+LOGS_KEPT = 50_000
+"""(game, bot) -> log entries kept in memory (the oldest are forgotten first)."""
+
+
+def public_state(view: View, seats: Sequence[str], to_move: int) -> dict[str, Any]:
+    """What a spectator may see of a game, from the view of the seat to move: everything
+    but its hand (the cards not yet played)."""
+    played = len(view.trick.cards)
+    return {
+        "game": view.game, "seats": list(seats), "round": view.round, "rounds": view.rounds,
+        "dealer": view.dealer,
+        "trump_card": None if view.trump_card is None else format_card(view.trump_card),
+        "trump": format_suit(view.trump), "bids": list(view.bids),
+        "trick": {"leader": view.trick.leader, "cards": [format_card(c)
+                                                         for c in view.trick.cards]},
+        "tricks": [{"leader": t.leader, "cards": [format_card(c) for c in t.cards],
+                    "winner": t.winner} for t in view.tricks],
+        "won": list(view.won), "scores": list(view.scores),
+        "cards_left": [view.tricks_in_round - len(view.tricks)
+                       - (1 if (s - view.trick.leader) % view.players < played else 0)
+                       for s in range(view.players)],
+        "to_move": to_move, "over": False,
+    }
+
+
+class _WatchedRemote(RemotePlayer):
+    """A bot's seat that tells the backend the public state each time it is asked (a
+    RemotePlayer still: the game's figures read its connection)."""
+
+    def __init__(self, inner: RemotePlayer, seen: Any, seat: int) -> None:
+        super().__init__(inner.connection, inner.name)
+        self._seen = seen
+        self._seat = seat
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        self._seen(view, self._seat)
+        return await super().decide(view, game_id, table_id, deadline_ms, bank_ms)
+
+
+class _Watched:
+    """Any other seat (a built-in, an unreachable bot), watched the same way."""
+
+    def __init__(self, inner: Player, seen: Any, seat: int) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self._seen = seen
+        self._seat = seat
+
+    async def decide(self, view: View, game_id: str, table_id: str,
+                     deadline_ms: int, bank_ms: int) -> int:
+        self._seen(view, self._seat)
+        return await self._inner.decide(view, game_id, table_id, deadline_ms, bank_ms)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class RunnerBackend(GameWatcher):
+    """The :class:`arena.league.service.LeagueBackend` of a running league: made before
+    the run, given the run by :meth:`attach` (in ``run_league``'s ``on_start``)."""
+
+    def __init__(self, config: LeagueConfig, *, sandbox: bool = True) -> None:
+        self.config = config
+        self.out = config.output
+        self.sandbox = sandbox
+        self.league: League | None = None
+        self.broadcast = Broadcast()
+        self.live: dict[str, LiveGame] = {}
+        self.logs: dict[tuple[str, str], Path] = {}
+        self.history: dict[str, list[RatingPoint]] = {}
+        self.started_at = time.time()
+
+    # -- the run's side -------------------------------------------------------------
+
+    def attach(self, league: League) -> None:
+        self.league = league
+        league.watcher = self
+
+    def on_event(self, text: str) -> None:
+        """The run's one-line events (bots joined and retired, seasons) as events."""
+        kind = BOT_JOINED if text.startswith("added ") else "league"
+        self._publish(LeagueEvent(kind, time.time(), text))
+
+    def started(self, scheduled: ScheduledGame, players: list[Player]) -> list[Player]:
+        game_id, seats = scheduled.id, tuple(scheduled.bots)
+        now = time.time()
+        self.live[game_id] = LiveGame(game_id, self.config.base.game, seats, now, {})
+        for player in players:
+            conn = getattr(player, "connection", None)
+            path = getattr(conn, "log_path", None)
+            if isinstance(path, Path):
+                self.logs[(game_id, player.name)] = path
+        while len(self.logs) > LOGS_KEPT:
+            del self.logs[next(iter(self.logs))]
+        self._publish(LeagueEvent(GAME_STARTED, now, f"{game_id} started", game_id, seats))
+
+        def seen(view: View, seat: int) -> None:
+            state = public_state(view, seats, seat)
+            self.live[game_id] = LiveGame(game_id, self.config.base.game, seats,
+                                          self.live[game_id].started if game_id in self.live
+                                          else now, state)
+            self._publish(LeagueEvent(GAME_PROGRESS, time.time(), f"{game_id}: a move",
+                                      game_id, seats, data=state))
+
+        return [_WatchedRemote(p, seen, i) if isinstance(p, RemotePlayer)
+                else _Watched(p, seen, i) for i, p in enumerate(players)]
+
+    def finished(self, scheduled: ScheduledGame, outcome: GameOutcome | None) -> None:
+        self.live.pop(scheduled.id, None)
+        if outcome is None or self.league is None:
+            return
+        now = time.time()
+        ratings = self.league.live.ratings()
+        for name in scheduled.bots:
+            r = ratings.get(name)
+            if r is not None:
+                points = self.history.setdefault(name, [])
+                points.append(RatingPoint(r.games, r.elo, r.sigma, now))
+                del points[:-HISTORY]
+        record = outcome.record
+        totals = ", ".join(f"{s} {t}" for s, t in zip(scheduled.bots, record["totals"],
+                                                      strict=True))
+        self._publish(LeagueEvent(GAME_FINISHED, now, f"{scheduled.id} finished: {totals}",
+                                  scheduled.id, tuple(scheduled.bots),
+                                  data={"totals": record["totals"],
+                                        "places": record["places"]}))
+        self._publish(LeagueEvent(STANDINGS, now, "the standings changed"))
+
+    def _publish(self, event: LeagueEvent) -> None:
+        self.broadcast.publish(event)
+
+    # -- the store ------------------------------------------------------------------
+
+    def _league(self) -> League:
+        if self.league is None:
+            raise LeagueError("the league is not running yet")
+        return self.league
+
+    async def _read(self, fn: Any) -> Any:
+        return await self._league().writer.call(fn)
+
+    async def _rows(self) -> list[FieldRow]:
+        rows: list[FieldRow] = await self._read(field_rows)
+        return rows
+
+    @staticmethod
+    def _author(row: FieldRow) -> str:
+        return str(row.request.get("author") or ORGANISER)
+
+    def _authors(self, rows: list[FieldRow]) -> dict[str, str]:
+        """Each base name's author (that of its first version) and each version's."""
+        by_base: dict[str, str] = {}
+        for row in rows:
+            by_base.setdefault(row.base, self._author(row))
+        return {**by_base, **{row.name: by_base[row.base] for row in rows}}
+
+    async def field(self) -> list[FieldBot]:
+        """One entry per bot (its base name), as its latest version stands."""
+        latest: dict[str, FieldRow] = {}
+        for row in await self._rows():
+            if row.house:
+                continue
+            latest[row.base] = row
+        authors = self._authors(list(latest.values()))
+        return [FieldBot(authors[b], b, str(r.request.get("manifest_version", "")),
+                         ACTIVE if r.status == "active" else RETIRED,
+                         str(r.request.get("bundle", ""))) for b, r in latest.items()]
+
+    async def _change(self, request: dict[str, Any]) -> Answer:
+        """Post ``request`` into the inbox and wait for the run's answer."""
+        request = {"id": inbox.new_id(), "at": time.time(), **request}
+        try:
+            await trio.to_thread.run_sync(inbox.post, self.out, request)
+        except OSError as e:
+            raise LeagueError(f"the request cannot be written: {e.strerror}") from None
+        deadline = trio.current_time() + ANSWER_WAIT_S
+        while True:
+            text = await trio.to_thread.run_sync(inbox.take_answer, self.out, request["id"])
+            if text is not None:
+                return Answer.from_json(text)
+            if trio.current_time() > deadline:
+                raise LeagueError(f"the league did not take the request in "
+                                  f"{ANSWER_WAIT_S:.0f} s; it stays in its inbox")
+            await trio.sleep(0.05)
+
+    def _entry(self, name: str, spec: str, folder: Path) -> str:
+        limits = self.config.base.limits
+        entry = BotEntry(name, BotSpec.parse(spec), None,
+                         Confinement(self.sandbox, limits, read_only=(folder,),
+                                     env=sdk_env()))
+        return entry_json(entry, folder)
+
+    async def _join(self, kind: str, author: str, name: str, spec: str, folder: Path,
+                    version: str) -> FieldBot:
+        answer = await self._change({
+            "kind": kind, "name": name, "entry": self._entry(name, spec, folder),
+            "keep": False, "author": author, "manifest_version": version,
+            "bundle": folder.name})
+        if not answer.ok:
+            raise LeagueError(answer.message)
+        return FieldBot(author, name, version, ACTIVE, folder.name)
+
+    async def add(self, author: str, name: str, spec: str, folder: Path,
+                  version: str) -> FieldBot:
+        return await self._join("add", author, name, spec, folder, version)
+
+    async def update(self, author: str, name: str, spec: str, folder: Path,
+                     version: str) -> FieldBot:
+        return await self._join("update", author, name, spec, folder, version)
+
+    async def retire(self, author: str, name: str) -> FieldBot:
+        rows = [r for r in await self._rows() if r.base == name]
+        active = [r for r in rows if r.status == "active"]
+        if not active:
+            raise LeagueError(f"{name} is retired already")
+        for row in active:
+            answer = await self._change({"kind": "retire", "name": row.name,
+                                         "reason": f"retired by its author {author}"})
+            if not answer.ok:
+                raise LeagueError(answer.message)
+        last = rows[-1]
+        return FieldBot(author, name, str(last.request.get("manifest_version", "")), RETIRED,
+                        str(last.request.get("bundle", "")))
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def standings(self) -> list[Standing]:
+        league = self._league()
+        rows = await self._rows()
+        authors = self._authors(rows)
+        versions = {r.name: str(r.request.get("manifest_version", "")) for r in rows}
+        return [Standing(i, name, authors.get(name, ORGANISER), versions.get(name, ""), elo,
+                         sigma, games)
+                for i, (name, elo, sigma, games) in enumerate(league.ranking(), start=1)]
+
+    async def _games(self, limit: int, bots: set[str] | None = None) -> list[GameSummary]:
+        def read(store: Store) -> list[Any]:
+            return store.db.execute(
+                "SELECT id, bots, ended_at, record FROM games WHERE status = 'done'"
+                " ORDER BY seq DESC LIMIT ?", (limit if bots is None else 2000,)).fetchall()
+
+        out: list[GameSummary] = []
+        for game_id, seats_json, ended, record_json in await self._read(read):
+            seats = tuple(json.loads(seats_json))
+            if bots is not None and not bots.intersection(seats):
+                continue
+            record = json.loads(record_json)
+            faults = [0] * len(seats)
+            for f in record.get("faults", []):
+                faults[int(f["seat"])] += 1
+            out.append(GameSummary(str(game_id), self.config.base.game, seats,
+                                   tuple(record["totals"]), tuple(record["places"]),
+                                   tuple(faults), float(ended or 0.0)))
+            if len(out) >= limit:
+                break
+        return out
+
+    async def recent_games(self, n: int) -> list[GameSummary]:
+        return await self._games(n) if n > 0 else []
+
+    async def _names_of(self, author: str) -> set[str]:
+        rows = await self._rows()
+        authors = self._authors(rows)
+        return {r.name for r in rows if authors.get(r.name) == author and not r.house}
+
+    async def games_of(self, author: str) -> list[GameSummary]:
+        return await self._games(1000, await self._names_of(author))
+
+    async def log_path(self, author: str, game_id: str) -> Path | None:
+        for name in await self._names_of(author):
+            path = self.logs.get((game_id, name))
+            if path is not None and path.is_file():
+                return path
+        return None
+
+    async def live_games(self) -> list[LiveGame]:
+        return list(self.live.values())
+
+    async def record(self, game_id: str) -> dict[str, object] | None:
+        def read(store: Store) -> Any:
+            return store.db.execute("SELECT record FROM games WHERE id = ? AND status ="
+                                    " 'done'", (game_id,)).fetchone()
+
+        row = await self._read(read)
+        if row is None:
+            return None
+        data: dict[str, object] = json.loads(row[0])
+        return data
+
+    async def bot(self, name: str) -> BotDetail | None:
+        rows = await self._rows()
+        mine = [r for r in rows if r.name == name or r.base == name]
+        if not mine:
+            return None
+        authors = self._authors(rows)
+        base = mine[0].base
+        line = [r for r in rows if r.base == base]
+        latest = line[-1]
+        names = tuple(r.name for r in line)
+        marks = ",".join("?" * len(names))
+
+        def read(store: Store) -> tuple[Any, list[Any], list[Any]]:
+            games = store.db.execute(
+                f"SELECT COUNT(DISTINCT game_id) FROM results WHERE bot IN ({marks})",
+                names).fetchone()[0]
+            kinds = store.db.execute(f"SELECT kind, COUNT(*) FROM faults WHERE bot IN"
+                                     f" ({marks}) GROUP BY kind", names).fetchall()
+            times = store.db.execute(f"SELECT ms, cpu_ms FROM latencies WHERE bot IN"
+                                     f" ({marks})", names).fetchall()
+            return games, kinds, times
+
+        games, kinds, times = await self._read(read)
+        walls: list[float] = []
+        cpus: list[float] = []
+        for ms, cpu in times:
+            walls += [float(x) for x in json.loads(ms)]
+            if cpu:
+                cpus += [float(x) for x in json.loads(cpu) if x is not None]
+        fault_kinds = {str(k): int(n) for k, n in kinds}
+        bot = FieldBot(authors.get(base, ORGANISER), base,
+                       str(latest.request.get("manifest_version", "")),
+                       ACTIVE if latest.status == "active" else RETIRED,
+                       str(latest.request.get("bundle", "")))
+        versions = tuple(VersionEntry(str(r.request.get("manifest_version", r.name)),
+                                      str(r.request.get("bundle", "")), r.added_at)
+                         for r in line)
+        history = tuple(p for n in names for p in self.history.get(n, []))
+        return BotDetail(bot, versions, int(games), sum(fault_kinds.values()), fault_kinds,
+                         len(walls), sum(cpus) / len(cpus) if cpus else None,
+                         sum(walls) / len(walls) if walls else None,
+                         tuple(sorted(history, key=lambda p: p.time)))
+
+    async def season(self) -> SeasonInfo:
+        league = self._league()
+        season = league.season or (league.season_list[-1] if league.season_list else None)
+        if season is None:
+            return SeasonInfo(0, self.started_at, "", league.games_stored)
+        return SeasonInfo(season.season, self.started_at, season.commitment,
+                          league.games_stored, season.seed if season.closed else None)
+
+    def events(self) -> AsyncIterator[LeagueEvent]:
+        return self._subscription()
+
+    async def _subscription(self) -> AsyncIterator[LeagueEvent]:
+        async with self.broadcast.subscribe() as receive:
+            async for event in receive:
+                yield event

@@ -1,0 +1,230 @@
+"""The live page of ``arena league serve --web`` in a real browser (Debian's Chromium,
+driven by Playwright, as in tests/test_site_browser.py), on a league that plays real
+sandboxed games on 127.0.0.1 port 0.
+
+Covered: the standings move as games finish, through server-sent events (the page is
+never reloaded), and the latency from a game's end to the page is measured; a game in
+progress is shown with public information only; an author's token shows their own bot's
+logs and never another's; a submitted name that looks like markup renders as text; the
+pages are valid HTML (html5lib's strict parser, and the Nu Html Checker where it is
+installed, as for the published site)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.error import HTTPError
+from urllib.parse import quote
+from urllib.request import Request, urlopen
+
+import pytest
+from conftest import open_page, skip_or_fail
+from league_helpers import League, bot_folder, submit, wait_clean
+from test_site_html import _vnu_jar
+
+from arena.model.league_api import ACCEPTED
+
+if TYPE_CHECKING:
+    from conftest import Watch
+    from playwright.sync_api import BrowserContext
+
+XSS = '<img src=x onerror="alert(1)">&amp;'
+"""A bot name that would be markup if it were ever written as HTML."""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("league-web")
+    tmp = Path(os.path.realpath(root / "tmp"))
+    tmp.mkdir()
+    league = League(root / "out", tmp, web=True, check_games=0)
+    league.out.mkdir()
+    league.start()
+    try:
+        alice, bob = league.author("alice"), league.author("bob")
+        with league.client(alice) as client:
+            steps = submit(client, bot_folder(root / "a", "alice-bot"))
+            assert steps[-1].verdict == ACCEPTED, steps[-1].text
+        with league.client(bob) as client:
+            steps = submit(client, bot_folder(root / "b", XSS))
+            assert steps[-1].verdict == ACCEPTED, steps[-1].text
+        yield {"league": league, "alice": alice, "bob": bob, "url": league.web_url}
+    finally:
+        league.stop()
+    assert wait_clean(league) == []
+
+
+def get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    request = Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urlopen(request, timeout=10) as reply:
+            return reply.status, reply.read()
+    except HTTPError as e:
+        return e.code, e.read()
+
+
+def first_state(url: str) -> dict[str, Any]:
+    """The first state the event stream sends."""
+    with urlopen(url + "events", timeout=10) as stream:
+        for raw in stream:
+            line = raw.decode()
+            if line.startswith("data:"):
+                data: dict[str, Any] = json.loads(line[5:])
+                return data
+    raise AssertionError("no event")
+
+
+def games_shown(page: Any) -> int:
+    return int(page.evaluate("""() => [...document.querySelectorAll('#standings tbody tr')]
+        .reduce((n, tr) => n + Number(tr.lastElementChild.textContent), 0)"""))
+
+
+def test_the_standings_move_as_games_finish(served: dict[str, Any],
+                                            context: tuple[BrowserContext, Watch]) -> None:
+    ctx, watch = context
+    watch.origin = served["url"]
+    page = open_page(ctx, served["url"])
+    page.wait_for_selector("#standings tbody tr", timeout=60_000)
+    page.wait_for_function("document.getElementById('connection').textContent === "
+                           "'connected'")
+    before = games_shown(page)
+    rows_before = page.eval_on_selector_all("#recent tbody tr", "rs => rs.length")
+    latencies: list[float] = []
+    deadline = time.monotonic() + 90
+    while len(latencies) < 5 and time.monotonic() < deadline:
+        page.wait_for_function("n => (window.arenaLatencies || []).length > n",
+                               arg=len(latencies), timeout=60_000)
+        latencies = [float(x["ms"]) for x in page.evaluate("window.arenaLatencies")]
+    after = games_shown(page)
+    assert after > before  # the standings moved, without a reload
+    assert page.eval_on_selector_all("#recent tbody tr", "rs => rs.length") >= rows_before
+    assert latencies
+    print(f"\nfigure: a game's end to the page (server-sent events), {len(latencies)} games: "
+          f"p50 {statistics.median(latencies):.0f} ms, slowest {max(latencies):.0f} ms")
+    watch.check()
+
+
+def test_a_game_in_progress_shows_public_information_only(
+        served: dict[str, Any], context: tuple[BrowserContext, Watch]) -> None:
+    ctx, watch = context
+    watch.origin = served["url"]
+    page = open_page(ctx, served["url"])
+    page.wait_for_selector("#live-games li[data-game]", timeout=60_000)
+    game_id = page.get_attribute("#live-games li[data-game]", "data-game")
+    assert game_id
+    page = open_page(ctx, served["url"] + "watch/" + quote(game_id))
+    page.wait_for_selector("main[data-state]:not([data-state='unknown'])", timeout=30_000)
+    if page.get_attribute("main", "data-state") == "live":
+        seats = page.eval_on_selector_all("#watch-seats .seat", "s => s.length")
+        assert seats == 3
+        assert page.query_selector_all(".hand") == []  # no hand is shown
+        text = page.inner_text("#watch-seats")
+        assert "cards in hand" in text
+    # what the stream sends of a game in progress: the public keys, never a hand
+    public = {"game", "seats", "round", "rounds", "dealer", "trump_card", "trump", "bids",
+              "trick", "tricks", "won", "scores", "cards_left", "to_move", "over"}
+    deadline = time.monotonic() + 60
+    states: list[dict[str, Any]] = []
+    while not states and time.monotonic() < deadline:
+        states = [g["state"] for g in first_state(served["url"])["live"].values()
+                  if g["state"]]
+    assert states
+    for state in states:
+        assert set(state) == public
+        assert "hand" not in json.dumps(state)
+    watch.check()
+
+
+def test_an_authors_token_shows_only_their_own_logs(
+        served: dict[str, Any], context: tuple[BrowserContext, Watch]) -> None:
+    ctx, watch = context
+    watch.origin = served["url"]
+    url = served["url"]
+    page = open_page(ctx, url)
+    page.fill("#token", served["alice"])
+    page.click("#token-form button[type=submit], #token-form button")
+    page.wait_for_selector("#my-games li[data-game]", timeout=60_000)
+    assert page.inner_text("#mine-status").startswith("alice: ")
+    page.click("#my-games li[data-game] button.show-log")
+    page.wait_for_selector("#log[data-ok]")
+    assert page.get_attribute("#log", "data-ok") == "true"
+    assert "serving on unix:" in page.inner_text("#log")  # the bot's own stderr
+    # a game of bob's bot without alice's: her token does not open its log
+    status, body = get(url + "api/my-games", served["bob"])
+    assert status == 200
+    alice_games = {g["game_id"] for g in json.loads(get(url + "api/my-games",
+                                                        served["alice"])[1])["games"]}
+    others = [g["game_id"] for g in json.loads(body)["games"]
+              if g["game_id"] not in alice_games]
+    if others:
+        status, _ = get(url + "api/log/" + quote(others[0]), served["alice"])
+        assert status == 404
+        status, _ = get(url + "api/log/" + quote(others[0]), served["bob"])
+        assert status == 200
+    assert get(url + "api/my-games")[0] == 401
+    assert get(url + "api/my-games", "arena_" + "B" * 43)[0] == 401
+    watch.check()
+
+
+def test_a_name_that_looks_like_markup_renders_as_text(
+        served: dict[str, Any], context: tuple[BrowserContext, Watch]) -> None:
+    ctx, watch = context
+    watch.origin = served["url"]
+    dialogs: list[str] = []
+    page = open_page(ctx, served["url"])
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.wait_for_function("n => [...document.querySelectorAll('#standings tbody th a')]"
+                           ".some(a => a.textContent === n)", arg=XSS, timeout=60_000)
+    assert page.query_selector_all("main img") == []
+    bot_page = open_page(ctx, served["url"] + "bots/" + quote(XSS, safe=""))
+    assert XSS in bot_page.inner_text("main")
+    assert bot_page.query_selector_all("main img") == []
+    assert dialogs == []
+    watch.check()
+
+
+def test_the_pages_are_valid_html(served: dict[str, Any], tmp_path: Path) -> None:
+    url = served["url"]
+    state = first_state(url)
+    deadline = time.monotonic() + 60
+    while not state["recent"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        state = first_state(url)
+    game = state["recent"][0]["game_id"]
+    paths = ["", "season", "bots/alice-bot", "bots/" + quote(XSS, safe=""),
+             "games/" + quote(game), "watch/" + quote(game)]
+    pages = []
+    for i, path in enumerate(paths):
+        status, body = get(url + path)
+        assert status == 200, path
+        assert b"<img src=x" not in body, path
+        page = tmp_path / f"page{i}.html"
+        page.write_bytes(body)
+        pages.append(page)
+    try:
+        import html5lib
+    except ImportError:
+        skip_or_fail("html5lib is not installed (pip install -e '.[test]')")
+    for page, path in zip(pages, paths, strict=True):
+        parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+        try:
+            parser.parse(page.read_bytes(), transport_encoding="utf-8")
+        except html5lib.html5parser.ParseError as e:
+            pytest.fail(f"/{path}: {e}")
+    jar, java = _vnu_jar(), shutil.which("java")
+    if jar is None or java is None:
+        return  # html5lib's strict parse above; the Nu checker where it is installed
+    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+                           "--errors-only", *map(str, pages)],
+                          text=True, capture_output=True, timeout=120, check=False)
+    messages = json.loads(done.stderr or done.stdout or "{}").get("messages", [])
+    errors = [f"{m.get('url')}: {m.get('message')}" for m in messages
+              if m.get("type") in ("error", "non-document-error")]
+    assert not errors, "\n".join(errors[:30])
