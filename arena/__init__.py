@@ -1,9 +1,6 @@
 """trick-arena: a bot-tournament arena for trick-taking card games."""
 
-import os
-
-# grpc's C core logs a failed TLS hand-shake at INFO, several lines on stderr per attempt;
-# the arena reports it itself, in one line naming the bot. Set before grpc is imported.
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+# (the arena command sets GRPC_VERBOSITY: arena/cli/_environment.py; not here, where a
+# Python bot importing arena.sdk would get it too)
 
 __version__ = "0.1.0"

@@ -518,3 +518,265 @@ def test_each_game_in_flight_holds_its_bots_to_a_core_of_its_own(world: World) -
     assert all(len(seen) == 1 for seen in by_game.values()), by_game  # one core per game
     used = {next(iter(seen)) for seen in by_game.values()}
     assert len(used) >= 2, by_game  # the games in flight had different cores
+
+
+# -- kernel state that every sandbox shares (issue 17) ----------------------------------
+
+
+def data_file(world: World, mib: int = 24) -> Path:
+    """A fresh NON-sparse file for page-cache bits (a hole reads without I/O), on disk
+    (fsync) and out of the page cache (evicted as the arena's user)."""
+    path = world.folder / f"pages-{secrets.token_hex(4)}" / "pagecache.bin"
+    path.parent.mkdir()
+    block = os.urandom(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for _ in range(mib):
+            os.write(fd, block)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return path
+
+
+def pagecache_field(world: World, channel: str, data: Path) -> list[dict[str, Any]]:
+    return [{"name": "pages", "spec": hostile(world, "pagecache.py", "--channel", channel,
+                                              "--data", data)},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+def learned(run: Run, attack: str) -> list[dict[str, Any]]:
+    reports = run.last_reports(attack)
+    assert reports, f"no {attack} report in the logs"
+    return reports
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("channel", ["mincore", "cachestat", "nowait"])
+def test_a_sandboxed_bot_reads_no_page_cache_bit(world: World, channel: str) -> None:
+    run = run_tournament(world, f"pages-{channel}",
+                         pagecache_field(world, channel, data_file(world))).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "pagecache")
+    assert all(r["deal_recognised"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    assert any(r["errors"].get(channel) == "EPERM" for r in reports), reports
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(180)
+def test_control_unsandboxed_processes_remember_deals_in_the_page_cache(world: World) -> None:
+    """A fresh process per rotation (the default isolation) out of the sandbox: the
+    later rotations read the earlier ones' bits."""
+    field = trusted(pagecache_field(world, "mincore", data_file(world)))
+    run = run_tournament(world, "pages-control", field).check()
+    reports = learned(run, "pagecache")
+    assert sum(r["deal_recognised"] for r in reports) >= 1, reports
+    assert sum(r["cards_right"] for r in reports) > 0, reports
+
+
+def locks_field(world: World, *control: str) -> list[dict[str, Any]]:
+    return [{"name": "send", "spec": hostile(world, "locks.py", "--role", "send", *control)},
+            {"name": "recv", "spec": hostile(world, "locks.py", "--role", "recv")},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_two_sandboxed_bots_at_one_table_pass_nothing_through_file_locks(
+        world: World) -> None:
+    run = run_tournament(world, "locks", locks_field(world)).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "locks")
+    assert all(r["hands_read"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    senders = [r for r in reports if r["role"] == "send"]
+    assert senders and all(r["lock_errors"].get("setlk") == "EPERM" for r in senders), senders
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(150)
+def test_control_two_unsandboxed_bots_pass_their_hands_through_file_locks(
+        world: World) -> None:
+    run = run_tournament(world, "locks-control", trusted(locks_field(world))).check()
+    reports = learned(run, "locks")
+    assert sum(r["hands_read"] for r in reports if r["role"] == "recv") > 0, reports
+    assert sum(r["cards_right"] for r in reports) > 0, reports
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_can_neither_trace_nor_make_a_user_namespace(world: World) -> None:
+    field = [{"name": "ptrace", "spec": hostile(world, "ptrace.py")},
+             {"name": "unshare", "spec": hostile(world, "unshare.py")},
+             {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "ptrace", field, move_ms=5000).check()
+    assert run.games_done() == games(3, 1)
+    traced = learned(run, "ptrace")
+    assert all(not r.get("attached") and not r.get("peeked") and not r.get("vm_read")
+               for r in traced), traced
+    assert all(r["errors"].get("attach") == "EPERM" for r in traced), traced
+    nested = learned(run, "unshare")
+    assert all(r["unshare_user"] != "ok" and not r["root_inside"] for r in nested), nested
+    assert all(r["unshare_command"] != "ok" for r in nested), nested
+    assert run.faults() == []
+
+
+@needs_sandbox
+def test_control_without_the_filter_the_same_sandbox_traces_and_unshares(
+        tmp_path: Path) -> None:
+    """The same bubblewrap view without the seccomp options: ptrace and a nested user
+    namespace work, so the test above can fail."""
+    from arena.model.limits import Confinement
+    from arena.proc.bwrap import bwrap_args
+
+    probe = ("import ctypes, os, sys\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    import time; time.sleep(5); os._exit(0)\n"
+             "ok = libc.ptrace(16, pid, None, None) == 0\n"
+             "os.kill(pid, 9); os.waitpid(pid, 0)\n"
+             "print('attach', ok, 'unshare', libc.unshare(0x10000000) == 0)\n")
+    script = tmp_path / "probe.py"
+    script.write_text(probe)
+    args = bwrap_args([sys.executable, str(script)], tmp_path,
+                      Confinement(), {"PATH": "/usr/bin:/bin"})
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.split() == ["attach", "True", "unshare", "True"], done
+
+
+def forkchain_field(world: World) -> list[dict[str, Any]]:
+    return [{"name": "chain", "spec": hostile(world, "forkchain.py", "--chain", "sh")},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_fork_chain_does_no_work_while_stopped(world: World) -> None:
+    """The cgroup freezer stops the whole cgroup at once, new processes included."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: bots are not stopped between calls")
+    run = run_tournament(world, "chain", forkchain_field(world), move_ms=3000).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "forkchain")
+    assert sum(r["links"] for r in reports) > 0, reports  # the chain ran
+    assert all(r["stopped_links"] == 0 for r in reports), reports
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: World) -> None:
+    """Without the freezer (a SIGSTOP sweep, repeated until the list is stable and every
+    thread has stopped): the chain's links run while the bot's main process is stopped.
+    Where one outlives the sweep, the CPU check at the next call says so, with a resource
+    fault against that bot only (an honest bot is never faulted)."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: bots are not stopped between calls")
+    run = run_tournament(world, "chain-control", forkchain_field(world), move_ms=3000,
+                         env={"ARENA_NO_FREEZER": "1"}).check()
+    reports = learned(run, "forkchain")
+    assert sum(r["stopped_links"] for r in reports) > 0, reports
+    faults = run.faults()
+    assert {bot for bot, _, _ in faults} <= {"chain"}, faults
+    assert all(kind == "resource" and "used CPU while stopped" in detail
+               for _, kind, detail in faults), faults
+
+
+def sockfill_field(world: World, *args: object) -> list[dict[str, Any]]:
+    return [{"name": "fill", "spec": hostile(world, "sockfill.py", *args)},
+            {"name": "py-heuristic", "spec": PY_HEURISTIC},
+            {"name": "heuristic", "spec": "heuristic"}]
+
+
+def host_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_fills_only_its_small_socket_folder(world: World) -> None:
+    """The socket folder is a 64 KiB tmpfs inside the sandbox: the fill stops there and
+    nothing of it is on the host."""
+    run = run_tournament(world, "fill", sockfill_field(world)).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "sockfill")
+    assert all(r["folder"] == "/run/arena" and r["written_mb"] <= 1 and r["error"]
+               for r in reports), reports
+    assert host_files(world.tmp) == []
+    assert run.faults() == []
+
+
+@pytest.mark.timeout(150)
+def test_control_an_unsandboxed_bot_fills_its_host_socket_folder(world: World) -> None:
+    run = run_tournament(world, "fill-control", trusted(sockfill_field(world, "--max-mb", 20)),
+                         **CONTROL).check()
+    reports = learned(run, "sockfill")
+    assert any(r["written_mb"] == 20 and r["folder"].startswith(str(world.tmp))
+               for r in reports), reports
+    left = host_files(world.tmp)
+    assert any("hostile-sub" in p for p in left), left  # a subfolder stays on the host
+    for folder in world.tmp.glob("arena-bot-*"):
+        shutil.rmtree(folder)
+
+
+DOCUMENTED_ENV = {"ARENA_BOT_LISTEN", "PYTHONUNBUFFERED", "PATH", "HOME", "TMPDIR", "LANG",
+                  "PYTHONDONTWRITEBYTECODE", "PWD"}
+"""docs/protocol.md's environment of a sandboxed bot (``PWD``: bubblewrap's own)."""
+
+
+@needs_sandbox
+@pytest.mark.timeout(150)
+def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environment(
+        world: World) -> None:
+    field = [{"name": "view", "spec": hostile(world, "view.py")},
+             {"name": "py-heuristic", "spec": PY_HEURISTIC},
+             {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "view", field).check()
+    reports = [r for r in learned(run, "view") if not r["control"]]
+    assert reports
+    for r in reports:
+        argv = r["pid1_argv"]  # bubblewrap's init: its options are in a memfd (--args)
+        assert argv[1:3] == ["--args", argv[2]] and argv[3] == "--", argv
+        assert argv[5].endswith("/view.py") and "--tag" in argv, argv
+        assert not any(a.startswith("--ro-bind") or a == "--setenv" for a in argv), argv
+        keys = {e.partition("=")[0] for e in r["env_initial"]}
+        assert keys == DOCUMENTED_ENV, keys
+        assert r["env_added"] == [], r["env_added"]  # importing arena.sdk adds nothing
+        assert str(run.out) not in " ".join(r["paths"]), r["paths"]
+        assert not r["arena_pid"], r
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+def test_a_sandboxed_bot_reads_no_page_cache_bit_by_timing(world: World) -> None:
+    """Timing alone (no system call the filter refuses): what a process brought into the
+    page cache is reclaimed with its cgroup's memory before another process plays. One
+    game at a time: two rotations of one deal in flight at once (``deals`` below
+    ``concurrency``) still share the cache live (docs/isolation.md, what is missing)."""
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: nothing to reclaim with")
+    run = run_tournament(world, "pages-timing",
+                         pagecache_field(world, "timing", data_file(world)),
+                         concurrency=1).check()
+    assert run.games_done() == games(3, 1)
+    reports = learned(run, "pagecache")
+    assert sum(r["writes"] for r in reports) > 0, reports  # it did write its bits
+    assert all(r["deal_recognised"] == 0 and r["cards_right"] == 0 for r in reports), reports
+    assert run.faults() == []
+
+
+@needs_sandbox
+@pytest.mark.timeout(180)
+def test_control_without_reclaim_timing_recognises_the_deal(world: World) -> None:
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: nothing to reclaim with")
+    run = run_tournament(world, "pages-timing-control",
+                         pagecache_field(world, "timing", data_file(world)),
+                         concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
+    reports = learned(run, "pagecache")
+    assert sum(r["deal_recognised"] for r in reports) >= 1, reports

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import trio
 from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, Sandbox, bot_cmd, gone, run_trio
 
 from arena.bots import make_bot
+from arena.model.errors import BotStartError
 from arena.model.limits import Confinement, Limits
 from arena.model.spec import BotSpec
 from arena.play.players import LocalPlayer, RemotePlayer
@@ -54,11 +56,11 @@ def test_the_output_folder_is_covered_where_the_bot_folder_contains_it(tmp_path:
     bot.write_text("")
     out = tmp_path / "out"
     out.mkdir()
-    argv = bwrap_args([sys.executable, str(bot)], tmp_path / "sock", tmp_path,
+    argv = bwrap_args([sys.executable, str(bot)], tmp_path,
                       Confinement(), {"ARENA_BOT_LISTEN": "unix:x"}, hide=(out,))
     assert str(tmp_path) in args_after("--ro-bind", argv)
-    assert args_after("--tmpfs", argv) == ["/tmp", str(out)]  # an empty folder over it
-    assert args_after("--bind", argv) == [str(tmp_path / "sock")]
+    assert args_after("--tmpfs", argv) == ["/tmp", str(out), "/run/arena"]  # empty over it
+    assert args_after("--bind", argv) == []  # nothing of the host is writable
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--clearenv" in argv
     assert args_after("--setenv", argv) == ["ARENA_BOT_LISTEN"]
 
@@ -111,7 +113,7 @@ def test_a_sandboxed_process_sees_only_what_it_was_given(arena_sandbox: Sandbox,
         "print('tmp', os.listdir('/tmp'))\n")
     conf = Confinement(read_only=(granted,), env=(("MODEL", "x"),))
     (tmp_path / "sock").mkdir()
-    argv = bwrap_args([sys.executable, str(probe)], tmp_path / "sock", tmp_path / "bot", conf,
+    argv = bwrap_args([sys.executable, str(probe)], tmp_path / "bot", conf,
                       {"ARENA_BOT_LISTEN": "unix:/nowhere", "MODEL": "x"})
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
@@ -338,3 +340,132 @@ def test_sdk_bots_stopped_between_calls_end_on_sigterm_not_sigkill(
         assert process.exit_text() == "exited with code 0", process.exit_text()
         assert took < 0.6, took  # the grace is 1 s
         assert "stopping" in process.log_path.read_text()
+
+
+async def _stopped_cpu(proc: BotProcess, rest_s: float) -> tuple[int, int, int]:
+    """Start ``proc``; stop it; its CPU time when stopped and ``rest_s`` later; then,
+    continued, once its CPU time has grown past that (the bot does use CPU)."""
+    channel = await proc.start()
+    channel.close()
+    try:
+        await trio.sleep(0.2)  # let it get going
+        proc.freeze()
+        stopped = proc.cpu_ns() or 0
+        await trio.sleep(rest_s)
+        later = proc.cpu_ns() or 0
+        proc.thaw()
+        running = later
+        with trio.move_on_after(20):
+            while running <= later:
+                await trio.sleep(0.01)
+                running = proc.cpu_ns() or 0
+        return stopped, later, running
+    finally:
+        await proc.aclose()
+
+
+@needs_cgroups
+@pytest.mark.parametrize("bot", ["spinner.py", "forkchain.py --chain sh"])
+@pytest.mark.parametrize("stop", ["freezer", "sweep"])
+def test_a_stopped_bot_gets_no_cpu(arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,
+                                   bot: str, stop: str) -> None:
+    """Deterministic: a stopped bot's CPU time does not move, whatever the machine's load
+    (a busy loop in two threads; a chain of short-lived processes, which outruns a
+    SIGSTOP sweep, so only the freezer is asked to hold it). Control: continued, the
+    same bot's CPU time grows."""
+    if stop == "sweep":
+        if bot.startswith("forkchain"):
+            pytest.skip("a fork chain outruns a SIGSTOP sweep: see the forkchain tests")
+        monkeypatch.setenv("ARENA_NO_FREEZER", "1")
+    elif "freezer" not in limit_mechanism().base and limit_mechanism().kind != "cgroup2":
+        pytest.skip("no cgroup freezer here")
+    script, *args = bot.split()
+    proc = BotProcess("stopped", bot_cmd(TEST_BOTS / "hostile" / script, *args)[4:],
+                      arena_sandbox.tmp / "logs" / "stopped.log", startup_s=60, idle=False,
+                      confinement=Confinement(sandbox=sandbox_works() is None))
+    stopped, later, running = run_trio(_stopped_cpu, proc, 0.5)
+    assert later == stopped, (stopped, later)
+    assert running > later, (later, running)
+
+
+@needs_sandbox
+def test_a_socket_symlink_made_by_the_bot_is_never_followed(arena_sandbox: Sandbox) -> None:
+    """The arena opens the bot's socket with O_NOFOLLOW through the sandbox's root: a
+    ``bot.sock`` symlink pointing at a socket of the host is refused, and that socket
+    sees no connection (control: it accepts one from here)."""
+    import socket as sockets
+
+    host = arena_sandbox.tmp / "host.sock"
+    server = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    server.bind(str(host))
+    server.listen(4)
+    server.setblocking(False)
+    script = arena_sandbox.tmp / "bot" / "liar.py"
+    script.parent.mkdir()
+    script.write_text(f"import os, time\nos.symlink({str(host)!r}, '/run/arena/bot.sock')\n"
+                      "time.sleep(60)\n")
+    proc = BotProcess("liar", f"python {script}", arena_sandbox.tmp / "logs" / "liar.log",
+                      startup_s=2, confinement=Confinement(sandbox=True))
+    try:
+        with pytest.raises(BotStartError, match="no socket after 2 s"):
+            run_trio(proc.start)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+        probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        probe.connect(str(host))  # the control: the host socket does accept
+        server.accept()[0].close()
+        probe.close()
+    finally:
+        proc.stop_now()
+        server.close()
+
+
+def test_an_unsandboxed_bot_socket_fits_under_a_long_temporary_folder(
+        arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket's path takes at most 107 bytes: under a longer TMPDIR the socket folder of
+    an unsandboxed bot is made in /tmp instead, and the bot serves."""
+    long_dir = arena_sandbox.tmp / ("x" * 60) / ("y" * 60)
+    long_dir.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
+    proc = BotProcess("short", RANDOM_PY[4:], arena_sandbox.tmp / "logs" / "short.log",
+                      confinement=Confinement(sandbox=False))
+
+    async def serve() -> str:
+        channel = await proc.start()
+        channel.close()
+        target = proc.target
+        await proc.aclose()
+        return target
+
+    target = run_trio(serve)
+    assert target.startswith("unix:/tmp/arena-bot-") and len(target) - 5 <= 107, target
+
+
+def test_the_stop_does_not_hang_on_a_writer_that_outlives_the_bot(
+        arena_sandbox: Sandbox) -> None:
+    """Another process holds the bot's stderr open (here this test, through
+    /proc/PID/fd/2: it wrote a line, then keeps still) while the bot is killed: the log
+    pump lets go a moment after the process has ended, and the arena's stop returns (it
+    used to wait for the end of file for ever, closing the pipe under the pump)."""
+    proc = BotProcess("held", RANDOM_PY[4:], arena_sandbox.tmp / "logs" / "held.log",
+                      startup_s=60, confinement=Confinement(sandbox=sandbox_works() is None))
+
+    async def run() -> None:
+        channel = await proc.start()
+        channel.close()
+        assert proc.pid is not None
+        held = os.open(f"/proc/{proc.pid}/fd/2", os.O_WRONLY)
+        try:
+            os.write(held, b"still here\n")
+            await trio.sleep(0.05)
+            with trio.fail_after(60):  # a guard against the hang, not a timing
+                await proc.aclose()
+                pump = proc._drain
+                assert pump is not None
+                while pump.is_alive():
+                    await trio.sleep(0.01)
+        finally:
+            os.close(held)
+
+    run_trio(run)
+    assert "still here" in (arena_sandbox.tmp / "logs" / "held.log").read_text()

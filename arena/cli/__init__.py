@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arena import __version__
+from arena.cli import _environment  # noqa: F401  (first: before grpc is imported)
 from arena.cli.checkbot import add_parser as add_check_bot_parser
 from arena.cli.checkbot import cmd_check_bot
 from arena.cli.common import (

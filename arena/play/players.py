@@ -97,6 +97,10 @@ class RemotePlayer:
         before = conn.cpu_ns(stopped_ok=True)
         conn.wake()
         try:
+            escaped = conn.cpu_while_stopped_ns()
+            if escaped:
+                raise Fault("resource", f"used CPU while stopped ({escaped / 1e6:.1f} ms "
+                                        f"between its calls)")
             action, took = await client.decide(view, game_id, table_id, deadline_ms, bank_ms)
             self.last_call_ms = took * 1000
         except CallFailed as e:

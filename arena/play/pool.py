@@ -166,6 +166,9 @@ class BotPool:
         if done:
             await conn.aclose()
         else:
+            # the page cache and the directory entries it brought in go before its next
+            # game (another rotation of the deal may then meet what it left: issue 17)
+            await conn.reclaim()
             extra = self._ledger.put_back(conn)
             if extra is not None:
                 await extra.aclose()

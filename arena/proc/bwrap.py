@@ -133,8 +133,33 @@ def bot_folders(args: list[str], cwd: Path) -> list[Path]:
     return folders
 
 
-def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confinement,
-               env: dict[str, str], hide: tuple[Path, ...] = ()) -> list[str]:
+def seccomp_fd() -> int:
+    """A fresh file descriptor holding the bots' seccomp filter (see
+    :mod:`arena.proc.seccomp`); :class:`SandboxError` in one line when libseccomp is
+    missing or cannot build it. Pass it to the child and close it after the spawn."""
+    try:
+        from arena.proc.seccomp import filter_fd
+    except (ImportError, OSError) as e:
+        raise SandboxError(
+            f"the bots' seccomp filter needs libseccomp and its Python binding pyseccomp "
+            f"(apt-get install libseccomp2; pip install pyseccomp): {e}") from None
+    try:
+        return filter_fd()
+    except (OSError, RuntimeError, ValueError) as e:
+        raise SandboxError(f"cannot build the bots' seccomp filter: {e}") from None
+
+
+SOCKET_DIR = "/run/arena"
+"""The bot's socket folder, inside its sandbox: a tmpfs of its own, :data:`SOCKET_DIR_BYTES`
+in size, mode 0700, never bound from the host. The arena reaches it through
+``/proc/<the sandbox's first process>/root`` (see :mod:`arena.proc.process`)."""
+
+SOCKET_DIR_BYTES = 65536
+
+
+def bwrap_args(args: list[str], cwd: Path, confinement: Confinement,
+               env: dict[str, str], hide: tuple[Path, ...] = (),
+               seccomp: int | None = None, info_fd: int | None = None) -> list[str]:
     """The bubblewrap command line that runs ``args`` confined, in the folder ``cwd``.
 
     The command is run exactly as written, in ``cwd``: its arguments are never changed.
@@ -142,16 +167,54 @@ def bwrap_args(args: list[str], socket_dir: Path, cwd: Path, confinement: Confin
     or interpreter and its prefix, the folder of each argument that names an existing
     file (the bot's own folder), extra ``read_only`` paths. ``cwd`` itself always exists
     (an empty folder where none of those shows it), so that relative paths resolve as
-    outside. Writable: its socket folder and a private /tmp. ``hide`` (the output
+    outside. Writable: its socket folder (:data:`SOCKET_DIR`, a small tmpfs of its own)
+    and a private /tmp. ``hide`` (the output
     folder, other bots' folders) is covered by an empty folder wherever it lies inside
     what is visible. Own user, PID, IPC, network, UTS and cgroup namespaces; no network
-    at all.
+    at all. ``seccomp``: the file descriptor of the seccomp filter (:func:`seccomp_fd`),
+    loaded last, just before the bot's command; nested user namespaces are refused.
+    ``info_fd``: bubblewrap writes ``{"child-pid": N}`` there (the sandbox's first process,
+    seen from the arena).
     """
-    out = [bwrap_binary(), *_bwrap_view(args, cwd, confinement, hide),
-           "--bind", str(socket_dir), str(socket_dir), "--clearenv"]
+    return [bwrap_binary(), *bwrap_options(args, cwd, confinement, env, hide, seccomp,
+                                            info_fd), "--", *args]
+
+
+def bwrap_options(args: list[str], cwd: Path, confinement: Confinement,
+                  env: dict[str, str], hide: tuple[Path, ...] = (),
+                  seccomp: int | None = None, info_fd: int | None = None) -> list[str]:
+    """The options of :func:`bwrap_args` (what follows ``bwrap``, up to ``--``)."""
+    from arena.proc import seccomp as filters
+
+    out = [*_bwrap_view(args, cwd, confinement, hide),
+           *(filters.bwrap_options(seccomp) if seccomp is not None else []),
+           "--size", str(SOCKET_DIR_BYTES), "--perms", "0700", "--tmpfs", SOCKET_DIR,
+           *(["--info-fd", str(info_fd)] if info_fd is not None else []), "--clearenv"]
     for key, value in env.items():
         out += ["--setenv", key, value]
-    return [*out, "--chdir", str(cwd), "--", *args]
+    return [*out, "--chdir", str(cwd)]
+
+
+def options_fd(options: list[str]) -> int:
+    """A sealed memfd holding ``options`` for ``bwrap --args FD`` (NUL-terminated): the
+    options stay out of every command line (``/proc/PID/cmdline`` of bubblewrap shows
+    ``bwrap --args N -- <the bot's command>``). Pass it to the child and close it after
+    the spawn."""
+    data = b"".join(os.fsencode(o) + b"\0" for o in options)
+    fd = os.memfd_create("arena-bwrap-args", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                    | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,

@@ -47,8 +47,9 @@ class Mechanism:
             how = ("cgroup v2 (memory, pids, CPU time) and rlimits (CPU, file size, "
                    "open files)")
         elif self.kind == "cgroup1":
-            how = ("cgroup v1 (memory, pids, cpuacct) and rlimits (CPU, file size, "
-                   "open files)")
+            how = (f"cgroup v1 (memory, pids, cpuacct"
+                   f"{', freezer' if 'freezer' in self.base else ''}) and rlimits (CPU, "
+                   f"file size, open files)")
         else:
             how = ("rlimits only (data size, processes, CPU, file size, open files); bots are "
                    "not stopped between calls and their CPU time is not measured"
@@ -136,6 +137,11 @@ def limit_mechanism() -> Mechanism:
         if own_cpuset is not None and (cpuset / "cpuset.cpus").exists() \
                 and _writable_dir(cpuset):
             base_v1["cpuset"] = cpuset
+        own_freezer = _own_cgroup_path("freezer")
+        freezer = CGROUP_ROOT / "freezer" / (own_freezer or "").lstrip("/")
+        if own_freezer is not None and (freezer / "cgroup.procs").exists() \
+                and _writable_dir(freezer):
+            base_v1["freezer"] = freezer
         return Mechanism("cgroup1", base_v1)
     return Mechanism("rlimit", {}, "no writable cgroup hierarchy (run as root, or with a "
                                    "delegated cgroup v2)")
@@ -170,15 +176,20 @@ class Cgroup:
         new session makes a new autogroup, at normal weight)."""
         self.cpu_at_rest: int | None = None
         """The CPU time at the last stop: where the next call's CPU time starts."""
+        self.cpu_while_stopped = 0
+        """CPU time (ns) the bot's processes got while stopped, found at the thaws since
+        :meth:`take_cpu_while_stopped` (0 for a bot that was stopped whole)."""
         self._procs = str(self._dir("pids") / "cgroup.procs")
         self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
                           else self.dirs["cpuacct"] / "cpuacct.usage")
+        self._freezer: Path | None = None
         made: list[Path] = []
         try:
             for folder in self.dirs.values():
                 folder.mkdir()
                 made.append(folder)
             self._apply_limits()
+            self._freezer = self._freezer_file()
         except OSError as e:
             for folder in made:
                 _rmdir_quietly(folder)
@@ -247,35 +258,147 @@ class Cgroup:
 
     # -- stopping the bot between its calls --------------------------------------------
 
+    def _freezer_file(self) -> Path | None:
+        """The freezer's control file: v1 ``freezer.state``, v2 ``cgroup.freeze``; None
+        where there is no freezer, or ``ARENA_NO_FREEZER`` is set (the stop is then a
+        SIGSTOP sweep)."""
+        if os.environ.get("ARENA_NO_FREEZER"):
+            return None
+        if self.v2:
+            path = self.dirs[""] / "cgroup.freeze"
+            return path if path.exists() else None
+        if "freezer" in self.dirs:
+            return self.dirs["freezer"] / "freezer.state"
+        return None
+
+    @property
+    def has_freezer(self) -> bool:
+        return self._freezer is not None
+
+    def _write_freezer(self, frozen: bool) -> bool:
+        if self._freezer is None:
+            return False
+        value = ("1" if frozen else "0") if self.v2 else ("FROZEN" if frozen else "THAWED")
+        try:
+            fd = os.open(self._freezer, os.O_WRONLY)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        return True
+
+    def _is_frozen(self) -> bool:
+        if self._freezer is None:
+            return False
+        if self.v2:
+            return _event(_read(str(self.dirs[""] / "cgroup.events")), "frozen") == 1
+        return _read(str(self._freezer)).strip() == "FROZEN"
+
     def freeze(self) -> None:
-        """Stop every process of the bot (SIGSTOP to each process in the cgroup, again
-        until no new one appears: a stopped process cannot fork), and note its CPU time
-        (it does not change while the bot is stopped)."""
+        """Stop every process of the bot at once, new ones included (the cgroup freezer,
+        waited for until the kernel says the whole cgroup is frozen), and note its CPU
+        time (it cannot change while the bot is stopped; :meth:`thaw` checks). Without a
+        freezer: SIGSTOP to each process of the cgroup, again until the list is stable
+        and every process in it is stopped (a stopped process cannot fork)."""
         if self._frozen:
             return
         self._frozen = True
-        stopped: list[int] = []
-        for _ in range(8):
-            fresh = [pid for pid in self.pids() if pid not in stopped]
-            if not fresh:
+        if self._write_freezer(True):
+            deadline = time.monotonic() + 1.0
+            while not self._is_frozen():
+                if time.monotonic() > deadline:
+                    break  # a task stuck in the kernel: the CPU check at the thaw tells
+                time.sleep(0.0001)
+            else:
+                self.cpu_at_rest = self._settled_cpu_ns()
+                return
+        # (not stopped whole within the time: its CPU time is not taken as settled)
+        self.cpu_at_rest = self._settled_cpu_ns() if self._sweep_stop() else None
+
+    def _settled_cpu_ns(self) -> int | None:
+        """The CPU time once two readings in a row agree: a task that has just stopped
+        may have its last slice accounted a moment later."""
+        last = self.cpu_ns()
+        for _ in range(50):
+            os.sched_yield()
+            now = self.cpu_ns()
+            if now == last:
                 break
+            last = now
+        return last
+
+    def _sweep_stop(self, wait_s: float = 1.0) -> bool:
+        """SIGSTOP to every process of the cgroup until the list is stable and every
+        thread in it has stopped (a runnable thread at idle priority on a busy machine
+        may take a while to act on the signal); whether that happened within ``wait_s``."""
+        stopped: list[int] = []
+        deadline = time.monotonic() + wait_s
+        done = False
+        while True:
+            listed = self.pids()
+            fresh = [pid for pid in listed if pid not in stopped]
             for pid in fresh:
                 _signal(pid, signal.SIGSTOP)
             stopped += fresh
+            if not fresh and all(_stopped_state(pid) for pid in listed):
+                done = True
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.0001)
         self._stopped = stopped
-        self.cpu_at_rest = self.cpu_ns()
+        return done
 
     @property
     def stopped(self) -> bool:
         return self._frozen
 
     def thaw(self) -> None:
-        """Continue every process stopped by :meth:`freeze` (none can have appeared)."""
+        """Continue every process stopped by :meth:`freeze`, after checking that the
+        bot's CPU time did not grow while it was stopped (else :attr:`cpu_while_stopped`
+        grows: a process escaped the stop)."""
         if not self._frozen:
             return
         self._frozen = False
+        if self.cpu_at_rest is not None:
+            now = self.cpu_ns()
+            if now is not None and now > self.cpu_at_rest:
+                self.cpu_while_stopped += now - self.cpu_at_rest
+        self._write_freezer(False)
         for pid in self._stopped:
             _signal(pid, signal.SIGCONT)
+        self._stopped = []
+
+    def reclaim(self) -> None:
+        """Drop the page cache and the directory entries charged to the bot's cgroup (what
+        its processes brought in: the pages and lookups a later process could time, the
+        deal's memory of issue 17): v1 ``memory.force_empty``, v2 ``memory.reclaim``.
+        Called while the bot is stopped, after each game, and at its end before the
+        cgroup goes (a removed v1 cgroup hands its pages to its parent). Without swap,
+        its own memory stays; with swap this could swap it out, so then it is done only
+        once its processes have ended. Blocking (some ms): call it off the trio thread.
+        ``ARENA_NO_RECLAIM`` turns it off (for the controls of the tests)."""
+        if os.environ.get("ARENA_NO_RECLAIM"):
+            return
+        if self.pids() and _has_swap():
+            return
+        try:
+            if self.v2:
+                folder = self.dirs[""]
+                current = int(_read(str(folder / "memory.current")) or 0)
+                if current:
+                    (folder / "memory.reclaim").write_text(str(current))
+            elif "memory" in self.dirs:
+                (self.dirs["memory"] / "memory.force_empty").write_text("0")
+        except (OSError, ValueError):  # EAGAIN: not all of it could go (its own memory)
+            pass
+
+    def take_cpu_while_stopped(self) -> int:
+        """The CPU time (ns) the bot got while stopped since the last call, then 0."""
+        taken, self.cpu_while_stopped = self.cpu_while_stopped, 0
+        return taken
 
     # -- accounting -----------------------------------------------------------------
 
@@ -367,7 +490,22 @@ class Cgroup:
                     tids_done.add(tid)
 
     def kill_all(self, signal_number: int, spare: int | None = None) -> None:
-        """Signal every process in the cgroup but ``spare`` (the arena sees them all)."""
+        """Signal every process in the cgroup but ``spare`` (the arena sees them all).
+        SIGKILL with a freezer: freeze, kill every process, thaw (a frozen process dies
+        at the thaw; no process can fork between the listing and the kill). Any other
+        signal: thawed first (a frozen process does not act on it)."""
+        if signal_number == signal.SIGKILL and self._write_freezer(True):
+            self._signal_pids(signal_number, spare)
+            self._frozen = False
+            self._write_freezer(False)
+            for pid in self._stopped:
+                _signal(pid, signal.SIGCONT)
+            self._stopped = []
+            return
+        self.thaw()
+        self._signal_pids(signal_number, spare)
+
+    def _signal_pids(self, signal_number: int, spare: int | None) -> None:
         for pid in self.pids():
             if pid == spare:
                 continue
@@ -408,7 +546,8 @@ def _read(path: str) -> str:
 def _sandbox_pid(pid: int) -> int:
     """The process's pid inside its sandbox's PID namespace: 1 for bubblewrap's first
     process there, 2 or more for what it starts; 0 for a process in the arena's own
-    namespace (the outer bubblewrap), or one that is gone."""
+    namespace (the outer bubblewrap), or one that is gone. (The bot is not pid 1,
+    ``bwrap --as-pid-1``: see docs/isolation.md.)"""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -418,6 +557,15 @@ def _sandbox_pid(pid: int) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _stopped_state(pid: int) -> bool:
+    """Whether every thread of the process is stopped (``T``/``t``), or gone."""
+    for tid in _tids(pid):
+        state = _read(f"/proc/{pid}/task/{tid}/stat").rpartition(")")[2].split()[:1]
+        if state not in ([], ["T"], ["t"], ["Z"], ["X"]):
+            return False
+    return True
 
 
 def _tids(pid: int) -> list[int]:
@@ -459,8 +607,10 @@ def _event(text: str, key: str) -> int:
 
 def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
     """End the processes and remove the cgroups left by arena processes that died
-    (kill -9): ``arena-PID-*``; with ``owner``, those of that arena only, dead or not."""
-    for base in mechanism.base.values():
+    (kill -9): ``arena-PID-*``; with ``owner``, those of that arena only, dead or not.
+    Frozen cgroups are killed and thawed first (a frozen process dies at the thaw)."""
+    bases = sorted(mechanism.base.items(), key=lambda item: item[0] != "freezer")
+    for _, base in bases:
         try:
             names = os.listdir(base)
         except OSError:
@@ -473,14 +623,33 @@ def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
             if arena_pid != owner if owner is not None else pid_alive(arena_pid):
                 continue  # another arena's, or a live arena's
             # a bot its dead arena could not end (it was still starting): end it now
-            for pid in _read(str(base / name / "cgroup.procs")).split():
+            folder = base / name
+            freezer = next((folder / f for f in ("freezer.state", "cgroup.freeze")
+                            if (folder / f).exists()), None)
+            if freezer is not None:
+                _write_quietly(freezer, "1" if freezer.name == "cgroup.freeze" else "FROZEN")
+            for pid in _read(str(folder / "cgroup.procs")).split():
                 _signal(int(pid), signal.SIGKILL)
                 _signal(int(pid), signal.SIGCONT)
+            if freezer is not None:
+                _write_quietly(freezer, "0" if freezer.name == "cgroup.freeze" else "THAWED")
             for _ in range(100):
                 _rmdir_quietly(base / name)
                 if not (base / name).exists():
                     break
                 time.sleep(0.005)
+
+
+def _has_swap() -> bool:
+    """Whether this machine has swap in use (``/proc/swaps`` lists an area)."""
+    return len(_read("/proc/swaps").strip().splitlines()) > 1
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError:
+        pass
 
 
 def pid_alive(pid: int) -> bool:

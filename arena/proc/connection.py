@@ -259,6 +259,17 @@ class BotConnection:
     def cpu_ns(self, stopped_ok: bool = False) -> int | None:
         return self._process.cpu_ns(stopped_ok) if self._process is not None else None
 
+    async def reclaim(self) -> None:
+        """Between two games of the process: drop what it brought into the kernel's
+        caches (:meth:`arena.proc.process.BotProcess.reclaim`)."""
+        if self._process is not None and self._process.alive():
+            await self._process.reclaim()
+
+    def cpu_while_stopped_ns(self) -> int:
+        """CPU time the bot got while it was stopped, found since this was last asked (0
+        for a bot that was stopped whole: its processes cannot run while stopped)."""
+        return self._process.take_cpu_while_stopped() if self._process is not None else 0
+
     def hurry(self, core: int | None) -> None:
         """A game now waits for this connection while its process starts (a spare started
         ahead, at idle priority): start it at normal priority, held to the game's core."""

@@ -1,17 +1,16 @@
 """Bot log files: one new file per process in a folder of the arena's (never a file
 written twice, never a planted symlink followed), and the thread that copies a
-process's stderr into it up to a size cap."""
+process's stderr into it up to a size cap (:class:`LogPump`)."""
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
-import subprocess
+import select
 import threading
+import time
 from pathlib import Path
-from typing import cast
 
 from arena.model.files import open_new_file, safe_name
 
@@ -36,32 +35,80 @@ def open_new_log(path: Path) -> tuple[int, Path]:
     return open_new_file(path), path
 
 
-def drain_to_log(proc: subprocess.Popen[bytes], log_fd: int) -> threading.Thread:
-    """Copy the process's stderr to the open file ``log_fd`` (closed at the end) on a
-    daemon thread, up to the cap; the thread (it ends when the last writer of that
-    stderr has gone, after the last byte is in the file)."""
-    stream = cast(io.BufferedReader, proc.stderr)
+STOP_DRAIN_S = 0.2
+"""After the process has ended, how long the log pump still copies what its stderr holds
+before it lets go (a process the arena could not end may still hold the pipe)."""
 
-    def pump() -> None:
+
+class LogPump:
+    """The thread that copies a process's stderr (the read end of a pipe, ``read_fd``)
+    into the open log file ``log_fd``, up to :data:`LOG_CAP_BYTES`. It owns both, and a
+    wake-up pipe: it ends at end of file (every writer gone), or :data:`STOP_DRAIN_S`
+    after :meth:`stop`, closing all its descriptors itself. :meth:`stop` writes one byte
+    and never waits, takes no lock and closes none of the pump's descriptors: a process
+    killed mid-write, or a writer that outlives it, cannot hang the arena's stop."""
+
+    def __init__(self, read_fd: int, log_fd: int, name: str) -> None:
+        os.set_blocking(read_fd, False)
+        self._read, self._log = read_fd, log_fd
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._stopped = False
+        self.thread = threading.Thread(target=self._pump, name=f"bot-log-{name}", daemon=True)
+        self.thread.start()
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self) -> None:
+        """Tell the pump the process has ended (once; returns at once)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:  # the pump has already ended
+            pass
+        os.close(self._wake_w)
+
+    def _pump(self) -> None:
         written = 0
-        with open(log_fd, "ab", buffering=0) as log:
+        deadline: float | None = None  # set by stop(): let go then
+        try:
             while True:
+                watched = [self._read] if deadline is not None else [self._read, self._wake_r]
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select(watched, [], [], timeout)
+                if self._wake_r in ready:
+                    deadline = time.monotonic() + STOP_DRAIN_S
+                if self._read in ready:
+                    try:
+                        chunk = os.read(self._read, 65536)
+                    except BlockingIOError:
+                        chunk = None
+                    if chunk == b"":
+                        return  # every writer has gone
+                    if chunk and written < LOG_CAP_BYTES:
+                        room = LOG_CAP_BYTES - written
+                        _write_all(self._log, chunk[:room])
+                        written += min(room, len(chunk))
+                        if written >= LOG_CAP_BYTES:
+                            _write_all(self._log, b"\n[log cut off at the size limit]\n")
+                if deadline is not None and time.monotonic() >= deadline:
+                    return  # a writer outlives the process: what it writes now is lost
+        except OSError:
+            return
+        finally:
+            for fd in (self._read, self._wake_r, self._log):
                 try:
-                    chunk = stream.read1(65536)
-                except (OSError, ValueError):
-                    return
-                if not chunk:
-                    return
-                if written < LOG_CAP_BYTES:
-                    room = LOG_CAP_BYTES - written
-                    log.write(chunk[:room])
-                    written += min(room, len(chunk))
-                    if written >= LOG_CAP_BYTES:
-                        log.write(b"\n[log cut off at the size limit]\n")
+                    os.close(fd)
+                except OSError:
+                    pass
 
-    thread = threading.Thread(target=pump, name=f"bot-log-{proc.pid}", daemon=True)
-    thread.start()
-    return thread
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 TAIL_LINES = 3

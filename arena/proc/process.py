@@ -10,9 +10,11 @@ whether plain ``grpc://`` beyond this machine is allowed) is its :class:`Remote`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -25,9 +27,17 @@ from arena.model.errors import BotStartError, SandboxError
 from arena.model.files import FolderError, private_dir, safe_name
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
-from arena.proc.bwrap import bwrap_args, idle_start_possible, spawn_wrapper
+from arena.proc.bwrap import (
+    SOCKET_DIR,
+    bwrap_binary,
+    bwrap_options,
+    idle_start_possible,
+    options_fd,
+    seccomp_fd,
+    spawn_wrapper,
+)
 from arena.proc.cgroup import Cgroup, limit_mechanism
-from arena.proc.logs import drain_to_log, log_text, open_new_log
+from arena.proc.logs import LogPump, log_text, open_new_log
 from arena.wire.channels import Channel, new_channel, wait_serving
 
 CALLS = {"Hello": "during the hand-shake", "Bid": "during a Bid", "Play": "during a Play",
@@ -98,8 +108,19 @@ class BotProcess:
         self._cgroup: Cgroup | None = None
         self._deadline = 0.0
         self._exit_code: int | None = None
-        self._drain: threading.Thread | None = None
+        self._drain: LogPump | None = None
         self.target = ""
+        """The arena's address of the bot's socket (known once it serves)."""
+        self._sent_kill = False
+        """Whether the arena sent SIGKILL while the process ran (then a SIGKILL death is
+        not the CPU limit's)."""
+        self._last_cpu_ns: int | None = None
+        self._last_limit_hit: str | None = None
+        self._info: int | None = None
+        self._info_text = b""
+        self._child_pid: int | None = None
+        self._sock_dir: int | None = None
+        self._sock: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -121,14 +142,16 @@ class BotProcess:
         if self._proc is not None:
             raise RuntimeError("a BotProcess starts once")
         cwd = (self.cwd or Path.cwd()).absolute()
-        try:
-            root = socket_root()
-        except ValueError as e:
-            raise BotStartError(f"bot {self.name}: {e}") from None
-        self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
-        socket_path = os.path.join(self._dir, "bot.sock")
-        self.target = f"unix:{socket_path}"
         confinement = self.confinement
+        if confinement.sandbox:  # its socket folder is a tmpfs in its sandbox: nothing here
+            listen = f"unix:{SOCKET_DIR}/{SOCKET_NAME}"
+        else:  # a folder of ours on the host, short enough for a socket's path
+            try:
+                root = socket_root()
+            except ValueError as e:
+                raise BotStartError(f"bot {self.name}: {e}") from None
+            self._dir = tempfile.mkdtemp(prefix=f"arena-bot-{os.getpid()}-", dir=root)
+            listen = self.target = f"unix:{os.path.join(self._dir, SOCKET_NAME)}"
         args = command_args(self.command)
         program = shutil.which(args[0], path=os.environ.get("PATH")) if os.sep not in args[0] \
             else str(cwd / args[0])
@@ -140,18 +163,28 @@ class BotProcess:
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"Permission denied")
-        env = bot_environment(self.target, confinement)
+        env = bot_environment(listen, confinement)
         mechanism = limit_mechanism()
+        filter_fd: int | None = None
+        info_w: int | None = None
+        args_fd: int | None = None
         try:
             if confinement.sandbox:
-                args = bwrap_args(args, Path(self._dir), cwd, confinement, env, self.hide)
+                filter_fd = seccomp_fd()
+                self._info, info_w = os.pipe2(os.O_CLOEXEC)
+                os.set_blocking(self._info, False)
+                # every option in a sealed memfd (--args): none on a command line
+                args_fd = options_fd(bwrap_options(args, cwd, confinement, env, self.hide,
+                                                   seccomp=filter_fd, info_fd=info_w))
+                args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
                 env = {}
             else:
                 env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
                        **env}
             if mechanism.cgroups:
                 self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
-        except SandboxError as e:
+        except (SandboxError, OSError) as e:
+            _close(filter_fd, info_w, args_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
         args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
@@ -159,30 +192,42 @@ class BotProcess:
             private_dir(self.log_path.parent)
             log_fd, self.log_path = open_new_log(self.log_path)
         except (FolderError, OSError) as e:
+            _close(filter_fd, info_w, args_fd)
             self._cleanup()
             why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
             raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
         try:
-            self._proc = subprocess.Popen(
-                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, start_new_session=True)
+            # the process's stderr is a pipe of ours, not Popen's: the pump owns its read
+            # end (see LogPump), and the arena holds no copy of the write end
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
         except OSError as e:
             os.close(log_fd)
+            _close(filter_fd, info_w, args_fd)
+            self._cleanup()
+            raise BotStartError(f"bot {self.name}: cannot make its stderr pipe: "
+                                f"{e.strerror}") from None
+        try:
+            self._proc = subprocess.Popen(
+                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=err_w, start_new_session=True,
+                pass_fds=tuple(fd for fd in (filter_fd, info_w, args_fd) if fd is not None))
+        except OSError as e:
+            _close(log_fd, filter_fd, info_w, args_fd, err_r, err_w)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
                                 f"{e.strerror}") from None
-        self._drain = drain_to_log(self._proc, log_fd)
+        _close(filter_fd, info_w, args_fd, err_w)  # the child has its own copies
+        self._drain = LogPump(err_r, log_fd, str(self._proc.pid))
         self._deadline = time.monotonic() + self.startup_s
 
     async def ready(self) -> Channel:
         """Wait until the spawned process serves; a channel to it. On failure the process
         is ended and :class:`BotStartError` says why."""
-        assert self._proc is not None and self._dir is not None
-        socket_path = os.path.join(self._dir, "bot.sock")
+        assert self._proc is not None
         try:
             starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
                         else None)
-            while not os.path.exists(socket_path):
+            while not self._socket_found():
                 if starting is not None and self.idle:
                     starting.idle_priority(self.confinement.sandbox)
                 if self.returncode is not None:
@@ -213,6 +258,62 @@ class BotProcess:
             raise
         return channel
 
+    def _socket_found(self) -> bool:
+        """Whether the bot's socket is there; then :attr:`target` names it.
+
+        Outside the sandbox: the socket file in its folder. In the sandbox: the arena
+        learns the sandbox's first process from bubblewrap's ``--info-fd``, opens the
+        socket folder through that process's root (``/proc/PID/root``), each step with
+        ``O_PATH|O_NOFOLLOW`` (a symlink the bot made is never followed), checks that
+        ``bot.sock`` is a socket, and connects to it through its descriptor
+        (``unix:/proc/self/fd/N``): never a path the bot could point elsewhere."""
+        if not self.confinement.sandbox:
+            return self._dir is not None and os.path.exists(
+                os.path.join(self._dir, SOCKET_NAME))
+        if self._sock is not None:
+            return True
+        if self._child_pid is None:
+            self._child_pid = self._read_info()
+            if self._child_pid is None:
+                return False
+        if self._sock_dir is None:
+            self._sock_dir = _open_path(f"/proc/{self._child_pid}/root",
+                                        *SOCKET_DIR.strip("/").split("/"))
+            if self._sock_dir is None:
+                return False
+        try:
+            fd = os.open(SOCKET_NAME, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=self._sock_dir)
+        except OSError:
+            return False
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)  # not a socket (yet): a bot that never makes one times out
+            return False
+        self._sock = fd
+        self.target = f"unix:/proc/self/fd/{fd}"
+        return True
+
+    def _read_info(self) -> int | None:
+        """The sandbox's first process from bubblewrap's ``--info-fd``, once written."""
+        if self._info is None:
+            return None
+        try:
+            chunk = os.read(self._info, 4096)
+        except BlockingIOError:
+            return None
+        except OSError:
+            chunk = b""
+        self._info_text += chunk
+        try:
+            pid = json.loads(self._info_text).get("child-pid")
+        except ValueError:
+            if chunk:
+                return None
+            pid = None  # ended without a whole answer: bubblewrap failed (its log says)
+        os.close(self._info)
+        self._info = None
+        return pid if isinstance(pid, int) and pid > 0 else None
+
     def _ended_before_serving(self) -> str | None:
         if self.returncode is None:
             return None
@@ -241,6 +342,18 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.thaw()
 
+    async def reclaim(self) -> None:
+        """Drop what the bot's processes brought into the kernel's caches (see
+        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped."""
+        cgroup = self._cgroup
+        if cgroup is not None:
+            await trio.to_thread.run_sync(cgroup.reclaim)
+
+    def take_cpu_while_stopped(self) -> int:
+        """CPU time (ns) the bot's processes got while stopped since this was last asked:
+        0 unless a process escaped the stop (see :meth:`Cgroup.thaw`)."""
+        return self._cgroup.take_cpu_while_stopped() if self._cgroup is not None else 0
+
     def pin(self, core: int | None) -> None:
         """Hold the bot's processes to one core (None: release), where cgroups allow."""
         if self._cgroup is not None:
@@ -252,7 +365,7 @@ class BotProcess:
         (it cannot have changed: one file read less per decision)."""
         cgroup = self._cgroup
         if cgroup is None:
-            return None
+            return self._last_cpu_ns  # ended: the figure when its cgroup was removed
         if stopped_ok and cgroup.stopped and cgroup.cpu_at_rest is not None:
             return cgroup.cpu_at_rest
         return cgroup.cpu_ns()
@@ -261,13 +374,15 @@ class BotProcess:
         """The limit an ended process ran into, as a fault detail ("memory limit 1024 MiB
         reached"), or None when it ended for another reason."""
         limits = self.confinement.limits
-        if self._cgroup is not None:
-            hit = self._cgroup.limit_hit()
-            if hit is not None:
-                return hit
+        hit = self._cgroup.limit_hit() if self._cgroup is not None else self._last_limit_hit
+        if hit is not None:
+            return hit
         signo = self._signal()
-        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s and
-                                       (self.cpu_ns() or 0) >= limits.cpu_s * 10**9):
+        # a SIGKILL the arena did not send, at the CPU limit: the kernel's, for the hard
+        # limit. The kernel counts in ticks, the cgroup exactly: the latter may be less
+        if signo == signal.SIGXCPU or (signo == signal.SIGKILL and limits.cpu_s
+                                       and not self._sent_kill
+                                       and (self.cpu_ns() or 0) >= limits.cpu_s * 9 * 10**8):
             return f"CPU time limit {limits.cpu_s} s reached"
         if signo == signal.SIGXFSZ:
             return f"file size limit {limits.file_mb} MiB reached"
@@ -350,7 +465,7 @@ class BotProcess:
                 while self._cgroup is not None and self._cgroup.pids():
                     self._signal_all(signal.SIGKILL)
                     await trio.sleep(0.005)
-        self._finish()
+        self._finish(background=True)
 
     @property
     def signals_reach_bot(self) -> bool:
@@ -394,9 +509,10 @@ class BotProcess:
         proc = self._proc
         if proc is None:
             return
+        if signo == signal.SIGKILL and proc.poll() is None:
+            self._sent_kill = True
         if self._cgroup is not None:
-            # thawed first: a frozen process does not act on signals (cgroup v1)
-            self._cgroup.thaw()
+            # (a frozen bot is thawed for a SIGTERM, killed frozen then thawed for SIGKILL)
             # SIGTERM goes to the bot, not to bubblewrap, which would end it with SIGKILL
             spare = proc.pid if signo == signal.SIGTERM and self.confinement.sandbox else None
             self._cgroup.kill_all(signo, spare)
@@ -407,21 +523,32 @@ class BotProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _finish(self) -> None:
+    def _finish(self, background: bool = False) -> None:
         proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
         if proc is not None:
             self._exit_code = proc.poll()
-            if proc.stderr is not None:
-                try:
-                    proc.stderr.close()
-                except OSError:
-                    pass
-        self._cleanup()
+        if self._drain is not None:
+            self._drain.stop()  # one byte: the pump lets go by itself
+        self._cleanup(background)
 
-    def _cleanup(self) -> None:
-        if self._cgroup is not None and not self._cgroup.pids():
-            self._cgroup.remove()
+    def _cleanup(self, background: bool = False) -> None:
+        """Close what is open, and remove the socket folder and the cgroup, the latter
+        after reclaiming its memory (what its processes brought into the page cache and
+        the dentry cache would stay there, handed to the parent cgroup); ``background``:
+        that on a thread of its own, not to hold up the caller (some tens of ms)."""
+        _close(self._info, self._sock_dir, self._sock)
+        self._info = self._sock_dir = self._sock = None
+        cgroup = self._cgroup
+        if cgroup is not None and not cgroup.pids():
+            # what a report of its end needs, read before the cgroup goes
+            self._last_cpu_ns = cgroup.cpu_ns()
+            self._last_limit_hit = cgroup.limit_hit()
             self._cgroup = None
+            if background:  # (if the arena ends first, its reaper removes the cgroup)
+                threading.Thread(target=_reclaim_and_remove, args=(cgroup,),
+                                 name="bot-cgroup-end", daemon=True).start()
+            else:
+                _reclaim_and_remove(cgroup)
         if self._dir is not None:
             for entry in os.listdir(self._dir):
                 try:
@@ -445,6 +572,43 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
                     "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"})
     env.update(dict(confinement.env))
     return env
+
+
+def _reclaim_and_remove(cgroup: Cgroup) -> None:
+    cgroup.reclaim()
+    cgroup.remove()
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _open_path(root: str, *names: str) -> int | None:
+    """``root``/``names`` as an ``O_PATH`` descriptor of a folder, every name opened with
+    ``O_NOFOLLOW`` (a symlink is refused); None where it is not there (yet)."""
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            inner = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = inner
+    return fd
+
+
+SOCKET_NAME = "bot.sock"
+
 
 
 def _signal_name(signo: int) -> str:

@@ -70,7 +70,7 @@ def sweep_stale_socket_dirs() -> None:
     """Remove the socket folders of arena processes that are gone (after a kill -9). A
     folder is ``arena-bot-PID-*``, in the temporary folder or (where that one's path is
     too long for a socket) in :data:`~arena.proc.process.SHORT_ROOT`; one whose PID lives
-    is left."""
+    is left. (A sandboxed bot's socket folder is a tmpfs in its sandbox: nothing here.)"""
     for root in dict.fromkeys((tempfile.gettempdir(), SHORT_ROOT)):
         _sweep_socket_dirs(root)
 

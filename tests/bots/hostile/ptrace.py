@@ -10,7 +10,8 @@ then ``process_vm_readv`` of the same bytes; then ``/proc/1/mem``.
 Report: ``{"attack": "ptrace", "attached", "peeked", "vm_read", "mem_read", "pid1_is_self",
 "errors"}``. A filter refuses ptrace and process_vm_readv, but not a read of
 ``/proc/1/mem`` (an open and a read, allowed to the same uid): only a sandbox whose pid 1
-is the bot itself (``bwrap --as-pid-1``, ``pid1_is_self``) has nothing there to read.
+is the bot itself (``bwrap --as-pid-1``, ``pid1_is_self``) has nothing there to read
+(not done: see docs/isolation.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""A hostile bot that fills its socket folder, the one folder of the host it may write.
+"""A hostile bot that fills its socket folder (``ARENA_BOT_LISTEN``'s folder).
 
-The arena binds the bot's socket folder (``ARENA_BOT_LISTEN``'s folder, on the host's
-disk under $TMPDIR) read-write into the sandbox. On its first decision the bot makes a
+Once the arena bound that folder (on the host's disk under $TMPDIR) read-write into the
+sandbox; now it is a 64 KiB tmpfs of the sandbox's own (``/run/arena``), and only an
+unsandboxed bot's socket folder is on the host. On its first decision the bot makes a
 subfolder there and writes files of 16 MiB into it (under the file size limit), up to
 ``--max-mb`` (default 150) or the first error (no space), then plays on. The arena removes the
 folder's files at the end, but not a subfolder: it stays behind, with what is in it, and
