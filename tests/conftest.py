@@ -212,8 +212,20 @@ def processes_with(needle: bytes, zombies: bool = True) -> list[int]:
 
 
 def bot_processes(tmp: Path) -> list[int]:
-    """Live processes started by the arena with a socket under ``tmp``."""
-    return processes_with(f"ARENA_BOT_LISTEN=unix:{tmp}/".encode())
+    """Live bot processes of arenas whose temporary folder is ``tmp``: an unsandboxed
+    bot with its socket under ``tmp``, or a sandbox's bubblewrap, which the arena starts
+    with ``TMPDIR`` (the bot inside listens in the sandbox's own ``/run/arena``)."""
+    return sorted({*processes_with(f"ARENA_BOT_LISTEN=unix:{tmp}/".encode()),
+                   *(pid for pid in processes_with(f"TMPDIR={tmp}\0".encode())
+                     if _is_bwrap(pid))})
+
+
+def _is_bwrap(pid: int) -> bool:
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return False
+    return os.path.basename(argv0) == b"bwrap"
 
 
 def children(pid: int) -> list[int]:

@@ -177,7 +177,9 @@ class BotProcess:
                 args_fd = options_fd(bwrap_options(args, cwd, confinement, env, self.hide,
                                                    seccomp=filter_fd, info_fd=info_w))
                 args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
-                env = {}
+                # bubblewrap's own environment (the bot's is cleared and set inside):
+                # only the arena's temporary folder, which says whose sandbox it is
+                env = {"TMPDIR": tempfile.gettempdir()}
             else:
                 env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
                        **env}
