@@ -775,8 +775,15 @@ def test_a_sandboxed_bot_reads_no_page_cache_bit_by_timing(world: World) -> None
 def test_control_without_reclaim_timing_recognises_the_deal(world: World) -> None:
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: nothing to reclaim with")
-    run = run_tournament(world, "pages-timing-control",
-                         pagecache_field(world, "timing", data_file(world)),
-                         concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
-    reports = learned(run, "pagecache")
-    assert sum(r["deal_recognised"] for r in reports) >= 1, reports
+    # Read timing is noisy on a loaded machine (other processes evict and warm pages
+    # too): the channel must show in one of three tournaments, each on a fresh file.
+    tries = []
+    for attempt in range(3):
+        run = run_tournament(world, f"pages-timing-control-{attempt}",
+                             pagecache_field(world, "timing", data_file(world)),
+                             concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
+        reports = learned(run, "pagecache")
+        tries.append(reports)
+        if sum(r["deal_recognised"] for r in reports) >= 1:
+            return
+    pytest.fail(f"the timing channel never showed without reclaim: {tries}")

@@ -96,7 +96,7 @@ class Scan:
                     row = db.execute("SELECT value FROM meta WHERE key = 'seed'").fetchone()
                 finally:
                     db.close()
-            except sqlite3.Error:
+            except (sqlite3.Error, UnicodeDecodeError):  # another test's damaged store
                 continue
             self.stores.append(path)
             if row is not None:
