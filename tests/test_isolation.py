@@ -568,10 +568,11 @@ def test_a_sandboxed_bot_reads_no_page_cache_bit(world: World, channel: str) -> 
 
 @pytest.mark.timeout(180)
 def test_control_unsandboxed_processes_remember_deals_in_the_page_cache(world: World) -> None:
-    """A fresh process per rotation (the default isolation) out of the sandbox: the
-    later rotations read the earlier ones' bits."""
+    """A fresh process per rotation (the default isolation) out of the sandbox, and
+    without the reclaim after each game (which drops an unsandboxed bot's pages too):
+    the later rotations read the earlier ones' bits."""
     field = trusted(pagecache_field(world, "mincore", data_file(world)))
-    run = run_tournament(world, "pages-control", field).check()
+    run = run_tournament(world, "pages-control", field, env={"ARENA_NO_RECLAIM": "1"}).check()
     reports = learned(run, "pagecache")
     assert sum(r["deal_recognised"] for r in reports) >= 1, reports
     assert sum(r["cards_right"] for r in reports) > 0, reports
