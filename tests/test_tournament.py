@@ -245,6 +245,10 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert f"resume with: arena tournament {tournament_file}" in err
+    # a sandbox's bubblewrap may still be ending (it is killed, then reaped by the kernel)
+    deadline = time.monotonic() + 10
+    while bot_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not bot_pids(proc.pid)
     assert socket_folders() == leftover  # a clean stop removes its bots' socket folders
     with sqlite3.connect(out / "tournament.sqlite") as db:
