@@ -26,8 +26,6 @@ from typing import Any
 from arena.model.errors import show
 from arena.model.limits import Limits
 from arena.proc.cgroup import usable_cores
-from arena.rules import GAMES, OptionError, option_specs
-from arena.rules.options import resolve_options
 from arena.tournament.config import (
     ENGINES,
     ISOLATIONS,
@@ -42,6 +40,7 @@ from arena.tournament.config import (
     _str,
     _table,
     parse_bots,
+    parse_game,
     read_toml,
 )
 
@@ -116,24 +115,7 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
         raise ConfigError(f"{where}: schedule: a league has no schedule: its tables are "
                           f"chosen as it runs ([matchmaking])")
     _known(where, "", data, _TOP)
-    name = _str(where, "name", data.get("name"))
-    game = _str(where, "game", data.get("game"))
-    if game not in GAMES:
-        raise ConfigError(f"{where}: game: {show(game)} is not a game; expected one of "
-                          f"{', '.join(GAMES)}")
-    specs = option_specs(game)
-    players = specs["players"]
-    seats = _int(where, "seats", data.get("seats", players.default), players.low, players.high)
-    raw_options = _table(where, "options", data.get("options", {}))
-    if "players" in raw_options:
-        raise ConfigError(f"{where}: options.players: set the number of players with "
-                          f"'seats' instead")
-    for key, value in raw_options.items():
-        try:
-            resolve_options(game, specs, {key: value})
-        except OptionError as e:
-            raise ConfigError(f"{where}: options.{key}: {e}") from None
-    options = resolve_options(game, specs, {**raw_options, "players": seats})
+    name, game, seats, options = parse_game(where, data)
     time_table = _table(where, "time", data.get("time", {}))
     _known(where, "time", time_table, _TIME)
     limits = _limits(where, "limits", data.get("limits", {}), Limits())

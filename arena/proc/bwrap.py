@@ -18,6 +18,7 @@ from pathlib import Path
 from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
 from arena.proc.cgroup import Cgroup, Mechanism
+from arena.proc.seccomp import sealed_memfd
 
 BWRAP_PACKAGE = "bubblewrap"
 
@@ -200,21 +201,7 @@ def options_fd(options: list[str]) -> int:
     options stay out of every command line (``/proc/PID/cmdline`` of bubblewrap shows
     ``bwrap --args N -- <the bot's command>``). Pass it to the child and close it after
     the spawn."""
-    data = b"".join(os.fsencode(o) + b"\0" for o in options)
-    fd = os.memfd_create("arena-bwrap-args", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.lseek(fd, 0, os.SEEK_SET)
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-                    | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return sealed_memfd("arena-bwrap-args", b"".join(os.fsencode(o) + b"\0" for o in options))
 
 
 def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,

@@ -87,6 +87,7 @@ change state because of it: see the isolation notes), not here.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 from collections.abc import Iterable
 from functools import cache
@@ -317,25 +318,28 @@ def pfc() -> str:
         os.close(fd)
 
 
-def filter_fd() -> int:
-    """A new file descriptor holding :func:`bpf`, read from its start, inheritable only
-    where passed (``pass_fds``): for ``bwrap --seccomp FD``, which reads and closes it.
-    The caller closes its own copy after the spawn."""
-    data = bpf()
-    fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+def sealed_memfd(name: str, data: bytes) -> int:
+    """A new memfd holding ``data``, read from its start and sealed (it cannot be changed
+    behind its reader's back), inheritable only where passed (``pass_fds``). The caller
+    closes its own copy after the spawn."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         os.lseek(fd, 0, os.SEEK_SET)
-        import fcntl  # the seals: the bot's filter cannot be changed behind bwrap's back
-
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
                     | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def filter_fd() -> int:
+    """A sealed memfd holding :func:`bpf`, for ``bwrap --seccomp FD``, which reads and
+    closes it."""
+    return sealed_memfd("arena-seccomp", bpf())
 
 
 def bwrap_options(fd: int) -> list[str]:

@@ -161,11 +161,9 @@ def read_toml(path: Path, what: str = "tournament") -> tuple[str, dict[str, Any]
     return text, data
 
 
-def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
-    """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
-    where = str(path)
-    text, data = read_toml(path)
-    _known(where, "", data, _TOP)
+def parse_game(where: str, data: dict[str, Any]) -> tuple[str, str, int, dict[str, Any]]:
+    """The ``name``, ``game``, ``seats`` and ``[options]`` of a tournament or league file,
+    checked: (name, game, seats, the game's resolved options)."""
     name = _str(where, "name", data.get("name"))
     game = _str(where, "game", data.get("game"))
     if game not in GAMES:
@@ -184,6 +182,15 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         except OptionError as e:
             raise ConfigError(f"{where}: options.{key}: {e}") from None
     options = resolve_options(game, specs, {**raw_options, "players": seats})
+    return name, game, seats, options
+
+
+def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
+    """Read and check a tournament file; raises :class:`ConfigError` (one line)."""
+    where = str(path)
+    text, data = read_toml(path)
+    _known(where, "", data, _TOP)
+    name, game, seats, options = parse_game(where, data)
     time_table = _table(where, "time", data.get("time", {}))
     _known(where, "time", time_table, _TIME)
     sched = _table(where, "schedule", data.get("schedule", {}))
