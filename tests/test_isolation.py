@@ -242,6 +242,26 @@ def run_tournament(world: World, name: str, bots: list[dict[str, Any]],
     return Run(out, done, seed)
 
 
+def same_deal_overlaps(run: Run) -> list[tuple[str, str]]:
+    """Pairs of stored games of one deal (its seed) with a bot in common whose times
+    overlapped: what :class:`arena.play.pool.DealsInFlight` forbids."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{run.out / 'tournament.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT id, deal_seed, bots, started_at, ended_at FROM games"
+                          " WHERE status = 'done'").fetchall()
+    finally:
+        db.close()
+    found = []
+    for i, (a, seed_a, bots_a, start_a, end_a) in enumerate(rows):
+        for b, seed_b, bots_b, start_b, end_b in rows[i + 1:]:
+            shared = set(json.loads(bots_a)) & set(json.loads(bots_b)) - {"heuristic"}
+            if seed_a == seed_b and shared and start_a < end_b and start_b < end_a:
+                found.append((a, b))
+    return found
+
+
 def games(seats: int, deals: int) -> int:
     """Games of a round robin of exactly ``seats`` bots."""
     return seats * deals
@@ -508,9 +528,11 @@ def test_each_game_in_flight_holds_its_bots_to_a_core_of_its_own(world: World) -
         pytest.skip("one core: nothing to share out")
     bots = [{"name": f"thinker{i}", "spec": hostile(world, "thinker.py", "--cpu-ms", 50)}
             for i in range(4)]
-    run = run_tournament(world, "cores", bots, seats=4, move_ms=5000).check()
+    # two deals: two games of one deal never run at once (DealsInFlight), two of
+    # different deals do
+    run = run_tournament(world, "cores", bots, seats=4, deals=2, move_ms=5000).check()
     reports = [r for r in run.reports("think") if r["thinks"]]
-    assert len(reports) == 4 * games(4, 1), reports  # each thinker in each game
+    assert len(reports) == 4 * games(4, 2), reports  # each thinker in each game
     by_game: dict[str, set[tuple[int, ...]]] = {}
     for r in reports:
         assert len(r["cpus"]) == 1 and r["cpus"][0] in cores, r
@@ -756,19 +778,33 @@ def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environmen
 @pytest.mark.timeout(180)
 def test_a_sandboxed_bot_reads_no_page_cache_bit_by_timing(world: World) -> None:
     """Timing alone (no system call the filter refuses): what a process brought into the
-    page cache is reclaimed with its cgroup's memory before another process plays. One
-    game at a time: two rotations of one deal in flight at once (``deals`` below
-    ``concurrency``) still share the cache live (docs/isolation.md, what is missing)."""
+    page cache is reclaimed with its cgroup's memory before another process plays, and
+    no two games of one deal with one bot are in flight at once (at the default
+    concurrency, with fewer deals than games in flight)."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: nothing to reclaim with")
     run = run_tournament(world, "pages-timing",
                          pagecache_field(world, "timing", data_file(world)),
-                         concurrency=1).check()
+                         concurrency=2).check()
     assert run.games_done() == games(3, 1)
+    assert same_deal_overlaps(run) == [], same_deal_overlaps(run)
     reports = learned(run, "pagecache")
     assert sum(r["writes"] for r in reports) > 0, reports  # it did write its bits
     assert all(r["deal_recognised"] == 0 and r["cards_right"] == 0 for r in reports), reports
     assert run.faults() == []
+
+
+@pytest.mark.timeout(180)
+def test_control_shared_processes_play_one_deal_in_two_games_at_once(world: World) -> None:
+    """``shared`` isolation (trusted bots: one process serves every game) keeps no such
+    rule: the same field, two games at once, overlaps on its one deal, so the check of
+    the test above can fail."""
+    field = [{"name": "py-heuristic", "spec": PY_HEURISTIC},
+             {"name": "py-heuristic-2", "spec": PY_HEURISTIC},
+             {"name": "heuristic", "spec": "heuristic"}]
+    run = run_tournament(world, "overlap-control", trusted(field), isolation="shared",
+                         concurrency=2).check()
+    assert same_deal_overlaps(run), "no two games of the deal overlapped"
 
 
 @needs_sandbox

@@ -310,6 +310,9 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
                   f"file; stored in {clean(str(config.output))}", markup=False)
         err.print(f"isolation: {base.isolation}; {base.concurrency} game(s) at once",
                   markup=False)
+        from arena.proc.ids import id_mechanism
+
+        err.print(id_mechanism().describe(), markup=False)
         last = [time.monotonic(), 0]
 
         def event(text: str) -> None:

@@ -315,6 +315,10 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
         return
     mechanism = limit_mechanism()
     err.print(mechanism.describe(config.limits), soft_wrap=True, markup=False)
+    if any(bot.confinement.sandbox for bot in external):
+        from arena.proc.ids import id_mechanism
+
+        err.print(id_mechanism().describe(), soft_wrap=True, markup=False)
     for bot in external:
         conf = bot.confinement
         if not conf.sandbox:

@@ -64,7 +64,7 @@ from arena.league.store import (
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.game import run_game
-from arena.play.pool import BotPool, leased_players
+from arena.play.pool import BotPool, DealsInFlight, leased_players
 from arena.play.referee import Player
 from arena.proc.bwrap import bot_folders
 from arena.proc.connection import HandshakeError
@@ -204,6 +204,10 @@ class League:
         done = store.done_ids()
         self.done_in_set: dict[int, int] = {}
         self.queue: deque[ScheduledGame] = deque()
+        self.flight = DealsInFlight(
+            (lambda name: False) if self.base.isolation == "shared" else
+            (lambda name: name not in self.seat_jobs or self.seat_jobs[name].kind != "builtin"))
+        """No two games in flight share a deal and a bot (:class:`DealsInFlight`)."""
         for s in sorted(self.sets.values(), key=lambda d: d.set_no):
             missing = [r for r in range(self.seats) if game_of(s, r).id not in done]
             self.done_in_set[s.set_no] = self.seats - len(missing)
@@ -444,14 +448,20 @@ class League:
         """The next game to play: a queued rotation, else the first of a new set; None
         when this run is to stop deciding sets and none is left."""
         while True:
-            if self.queue:
-                return self.queue.popleft()
-            if self.stop:
+            for i, game in enumerate(self.queue):
+                # never a game that meets one in flight on its deal and a bot
+                if not self.flight.clashes(game.deal_seed, game.bots):
+                    del self.queue[i]
+                    return game
+            if self.stop and not self.queue:
                 return None
+            if self.stop:  # what is queued waits for the games in flight
+                await self.flight.changed()
+                continue
             if (self.closing is None and (self.max_games is None
                                           or self.planned < self.max_games)):
                 async with self._decide_lock:
-                    if self.queue:
+                    if any(not self.flight.clashes(g.deal_seed, g.bots) for g in self.queue):
                         continue
                     if await self._decide():
                         continue
@@ -460,7 +470,7 @@ class League:
                 self.stop = True
                 return None
             self._changed = trio.Event()
-            with trio.move_on_after(1.0):
+            with trio.move_on_after(1.0 if not self.queue else 0.05):
                 await self._changed.wait()
 
     async def _decide(self) -> bool:
@@ -503,7 +513,12 @@ class League:
                 await trio.sleep(0.05)
             seed = self.seeds[scheduled.deal_no]
             job = job_of(self.base, seed, scheduled, self.seat_jobs)
-            outcome = await self._play(job, scheduled, core)
+            token = self.flight.enter(scheduled.deal_seed, scheduled.bots)
+            try:
+                outcome = await self._play(job, scheduled, core)
+            finally:
+                self.flight.leave(token)
+                self._changed.set()
             self._finished(scheduled, outcome)
 
     async def _play(self, job: Any, scheduled: ScheduledGame, core: int | None,

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import trio
 
 from arena.match.schedule import Tally, match_schedule
-from arena.play.pool import BotPool
+from arena.play.pool import BotPool, DealsInFlight
 from arena.stats.sprt import Sprt
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
@@ -107,19 +108,41 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
                 on_game: Callable[[MatchState, bool], None] | None) -> None:
     seats = seat_jobs(config)
     cores = sorted(os.sched_getaffinity(0))
+    # the two games of a pair share their deal: never in flight at once (DealsInFlight)
+    flight = DealsInFlight((lambda name: name in pools) if config.isolation != "shared"
+                           else (lambda name: False))
+    ahead: deque[ScheduledGame] = deque()  # taken from ``pending``, waiting for a clash
+
+    async def next_game() -> ScheduledGame | None:
+        while True:
+            for i, game in enumerate(ahead):
+                if not flight.clashes(game.deal_seed, game.bots):
+                    del ahead[i]
+                    return game
+            taken = next(pending, None)  # shared by the workers: each game taken once
+            if taken is not None:
+                ahead.append(taken)
+            elif ahead:
+                await flight.changed()
+            else:
+                return None
 
     async with trio.open_nursery() as nursery:
 
         async def worker(slot: int) -> None:
             core = cores[slot % len(cores)] if config.isolation != "shared" else None
-            for scheduled in pending:  # shared by the workers: each game taken once
+            while (scheduled := await next_game()) is not None:
                 # a game of built-in bots never waits: let the other workers and the
                 # signal handler run between games
                 await trio.lowlevel.checkpoint()
                 # both games of a pair share the deal and the tested seat, so their
                 # built-in bots are seeded alike (arena.play.seats.builtin_seed)
                 job = job_of(config, seed, scheduled, seats)
-                outcome = await play_stored(pools, job, scheduled, core, store)
+                token = flight.enter(scheduled.deal_seed, scheduled.bots)
+                try:
+                    outcome = await play_stored(pools, job, scheduled, core, store)
+                finally:
+                    flight.leave(token)
                 state.played += 1
                 state.stored += 1
                 state.faults += len(outcome.faults)

@@ -78,6 +78,48 @@ class DealLedger:
         return idle
 
 
+class DealsInFlight:
+    """The rule between games in flight, for ``deal`` and ``game`` isolation: no two
+    games in flight share a deal and a bot process's bot.
+
+    Two processes of one bot that play the same deal at once (two rotations of a
+    duplicate set, or the same deal at two tables) hold different hands of the same
+    cards at the same moment. They share the machine's caches (the page cache of the
+    bot's own files, the cache of directory entries), which no call refused by the
+    seccomp filter is needed to time: one could tell the other its hand. So a runner
+    starts a game only when :meth:`clashes` says no, and waits for :meth:`changed`
+    otherwise. ``watched``: the bots the rule is for (those with processes of their own;
+    the built-in bots play inside the arena)."""
+
+    def __init__(self, watched: Callable[[str], bool]) -> None:
+        self.watched = watched
+        self._live: dict[int, tuple[object, frozenset[str]]] = {}
+        self._tokens = 0
+        self._changed = trio.Event()
+
+    def clashes(self, deal: object, bots: tuple[str, ...]) -> bool:
+        """Whether a game of ``deal`` with ``bots`` would meet a game in flight."""
+        mine = {b for b in bots if self.watched(b)}
+        return bool(mine) and any(d == deal and not mine.isdisjoint(b)
+                                  for d, b in self._live.values())
+
+    def enter(self, deal: object, bots: tuple[str, ...]) -> int:
+        """A game of ``deal`` with ``bots`` starts; its token for :meth:`leave`."""
+        self._tokens += 1
+        self._live[self._tokens] = (deal, frozenset(b for b in bots if self.watched(b)))
+        return self._tokens
+
+    def leave(self, token: int) -> None:
+        """The game of ``token`` ended (or was dropped): wake whoever waits."""
+        self._live.pop(token, None)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def changed(self) -> None:
+        """Wait until a game leaves."""
+        await self._changed.wait()
+
+
 class BotPool:
     """The processes of one external bot, leased one game at a time.
 

@@ -17,14 +17,17 @@ from pathlib import Path
 
 from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
+from arena.proc import ids
 from arena.proc.cgroup import Cgroup, Mechanism
 from arena.proc.seccomp import sealed_memfd
 
 BWRAP_PACKAGE = "bubblewrap"
 
 
-def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
-    """``prlimit`` options for what cgroups do not cover (all of them without cgroups)."""
+def rlimit_args(limits: Limits, mechanism: Mechanism, own_uid: bool = False) -> list[str]:
+    """``prlimit`` options for what cgroups do not cover (all of them without cgroups).
+    ``own_uid``: the process runs as a uid of its own, so the process limit counts its
+    processes alone (and bubblewrap's two)."""
     args: list[str] = []
     if limits.cpu_s:
         # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
@@ -36,7 +39,9 @@ def rlimit_args(limits: Limits, mechanism: Mechanism) -> list[str]:
     if not mechanism.cgroups:
         if limits.memory_mb:
             args.append(f"--data={limits.memory_mb << 20}")
-        if limits.processes and os.getuid() != 0:
+        if limits.processes and own_uid:
+            args.append(f"--nproc={limits.processes + 2}")
+        elif limits.processes and os.getuid() != 0:
             # counts every process of the user, and root is exempt: a weak fallback
             args.append(f"--nproc={limits.processes + _user_processes()}")
     return args
@@ -183,11 +188,16 @@ def bwrap_args(args: list[str], cwd: Path, confinement: Confinement,
 
 def bwrap_options(args: list[str], cwd: Path, confinement: Confinement,
                   env: dict[str, str], hide: tuple[Path, ...] = (),
-                  seccomp: int | None = None, info_fd: int | None = None) -> list[str]:
-    """The options of :func:`bwrap_args` (what follows ``bwrap``, up to ``--``)."""
+                  seccomp: int | None = None, info_fd: int | None = None,
+                  staged: list[ids.Staged] | None = None) -> list[str]:
+    """The options of :func:`bwrap_args` (what follows ``bwrap``, up to ``--``).
+
+    ``staged``: bubblewrap will run as a uid of the bot's own (:mod:`arena.proc.ids`):
+    each bind source that uid cannot reach is appended to the list and bound from its
+    staged place (:func:`arena.proc.ids.staged_path`) instead."""
     from arena.proc import seccomp as filters
 
-    out = [*_bwrap_view(args, cwd, confinement, hide),
+    out = [*_bwrap_view(args, cwd, confinement, hide, staged),
            *(filters.bwrap_options(seccomp) if seccomp is not None else []),
            "--size", str(SOCKET_DIR_BYTES), "--perms", "0700", "--tmpfs", SOCKET_DIR,
            *(["--info-fd", str(info_fd)] if info_fd is not None else []), "--clearenv"]
@@ -205,7 +215,7 @@ def options_fd(options: list[str]) -> int:
 
 
 def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
-                hide: tuple[Path, ...]) -> list[str]:
+                hide: tuple[Path, ...], staged: list[ids.Staged] | None = None) -> list[str]:
     """What a bot sees: the namespace and mount options (worked out at each start, so a
     file made or removed since is seen as it is now)."""
     ro: list[Path] = [Path(d) for d in _SYSTEM_DIRS]
@@ -214,7 +224,7 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
     own = bot_folders(list(args[1:]), cwd)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
-    out = ["--unshare-all", "--die-with-parent", "--new-session",
+    out = ["--unshare-user", "--unshare-all", "--die-with-parent", "--new-session",
            "--uid", "65534", "--gid", "65534", "--hostname", "bot",
            "--dev", "/dev", "--proc", "/proc"]
     if confinement.limits.file_mb:
@@ -231,7 +241,16 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
                        key=lambda p: len(p.parts)):
         if not any(path.is_relative_to(b) for b in binds):
             binds.append(path)
-            out += ["--ro-bind", str(path), str(path)]
+            source = str(path)
+            if staged is not None:
+                try:
+                    how = ids.staging(path, own=path in own)
+                except ValueError as e:
+                    raise SandboxError(str(e)) from None
+                if how is not None:
+                    source = ids.staged_path(len(staged))
+                    staged.append(how)
+            out += ["--ro-bind", source, str(path)]
     for secret in hide:
         secret = Path(os.path.abspath(secret))
         if (any(secret.is_relative_to(b) for b in binds)
@@ -249,16 +268,24 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
     return cgroup is not None and os.geteuid() == 0
 
 
-def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -> list[str]:
-    """``setpriv --pdeathsig KILL``, ``sh`` joining the cgroups, then ``prlimit``: the
-    prefix of a confined command."""
+def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
+                  lease: ids.Lease | None = None, staged: list[ids.Staged] | None = None
+                  ) -> list[str]:
+    """The prefix of a confined command: ``setpriv --pdeathsig KILL``; with a ``lease``
+    (:mod:`arena.proc.ids`) and ``staged`` sources, a mount namespace of the bot's own;
+    ``sh`` joining the cgroups (and binding the staged sources); ``prlimit``; with a
+    lease, the change to its uid and gid (``setpriv --reuid --regid --clear-groups``,
+    which asks for the parent-death signal again: a uid change clears it)."""
     prefix: list[str] = []
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
         # killed with the arena even before bubblewrap's own --die-with-parent is set up
         # (the signal survives the execs below)
         prefix += [setpriv, "--pdeathsig", "KILL", "--"]
-    if cgroup is not None:
+    before, switch = ids.wrapper(lease, staged or []) if lease is not None else ([], [])
+    prefix += before
+    stage = ids.stage_script(staged or []) if lease is not None else ""
+    if cgroup is not None or stage:
         # the shell writes its own pid into each cgroup, then execs the rest: every
         # process of the bot starts inside, without a preexec_fn
         # (and it goes no further if the arena ended before setpriv could ask for the
@@ -266,11 +293,11 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism) -
         prefix += ["/bin/sh", "-c",
                   '[ "$PPID" = "$1" ] || exit 125; shift; '
                   'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; '
-                  'shift; exec "$@"', "arena-spawn", str(os.getpid()), *cgroup.procs_files(),
-                  "--"]
-    rlimits = rlimit_args(limits, mechanism)
+                  f'shift; {stage}exec "$@"', "arena-spawn", str(os.getpid()),
+                  *(cgroup.procs_files() if cgroup is not None else []), "--"]
+    rlimits = rlimit_args(limits, mechanism, own_uid=lease is not None)
     if rlimits:
         prlimit = shutil.which("prlimit")
         if prlimit is not None:
-            prefix += [prlimit, *rlimits, "--"]
-    return prefix
+            prefix += [prlimit, *rlimits, "--"]  # as root: a hard limit may be raised
+    return prefix + switch

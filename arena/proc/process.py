@@ -27,6 +27,7 @@ from arena.model.errors import BotStartError, SandboxError
 from arena.model.files import FolderError, private_dir, safe_name
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
+from arena.proc import ids
 from arena.proc.bwrap import (
     SOCKET_DIR,
     bwrap_binary,
@@ -121,6 +122,8 @@ class BotProcess:
         self._child_pid: int | None = None
         self._sock_dir: int | None = None
         self._sock: int | None = None
+        self._lease: ids.Lease | None = None
+        """The uid this process runs as outside its sandbox (:mod:`arena.proc.ids`)."""
 
     @property
     def pid(self) -> int | None:
@@ -168,14 +171,18 @@ class BotProcess:
         filter_fd: int | None = None
         info_w: int | None = None
         args_fd: int | None = None
+        staged: list[ids.Staged] | None = None
         try:
             if confinement.sandbox:
+                self._lease = ids.lease()  # a uid of its own, where the arena is root
+                staged = [] if self._lease is not None else None
                 filter_fd = seccomp_fd()
                 self._info, info_w = os.pipe2(os.O_CLOEXEC)
                 os.set_blocking(self._info, False)
                 # every option in a sealed memfd (--args): none on a command line
                 args_fd = options_fd(bwrap_options(args, cwd, confinement, env, self.hide,
-                                                   seccomp=filter_fd, info_fd=info_w))
+                                                   seccomp=filter_fd, info_fd=info_w,
+                                                   staged=staged))
                 args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
                 # bubblewrap's own environment (the bot's is cleared and set inside):
                 # only the arena's temporary folder, which says whose sandbox it is
@@ -189,7 +196,8 @@ class BotProcess:
             _close(filter_fd, info_w, args_fd)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism) + args
+        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self._lease,
+                             staged) + args
         try:  # a new file in a folder of ours: a planted symlink is never followed
             private_dir(self.log_path.parent)
             log_fd, self.log_path = open_new_log(self.log_path)
@@ -551,6 +559,7 @@ class BotProcess:
                                  name="bot-cgroup-end", daemon=True).start()
             else:
                 _reclaim_and_remove(cgroup)
+        self._end_lease(emptied=cgroup is not None and self._cgroup is None)
         if self._dir is not None:
             for entry in os.listdir(self._dir):
                 try:
@@ -562,6 +571,19 @@ class BotProcess:
             except OSError:
                 pass
             self._dir = None
+
+
+    def _end_lease(self, emptied: bool) -> None:
+        """Give the uid back once no process runs as it: its cgroup was ``emptied`` (one
+        still holding some keeps the uid until the arena ends); without cgroups, the
+        processes are looked for."""
+        lease = self._lease
+        if lease is None or (self._proc is not None and self._proc.poll() is None):
+            return
+        if not emptied and (self._cgroup is not None or ids.processes_of(lease.uid)):
+            return
+        self._lease = None
+        lease.release()
 
 
 def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:

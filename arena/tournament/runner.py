@@ -11,6 +11,7 @@ import os
 import secrets
 import signal
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
@@ -23,7 +24,7 @@ from arena import __version__
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.game import run_game
-from arena.play.pool import BotPool, leased_players
+from arena.play.pool import BotPool, DealsInFlight, leased_players
 from arena.proc.bwrap import bot_folders
 from arena.proc.connection import HandshakeError
 from arena.tournament.config import TournamentConfig
@@ -296,10 +297,21 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, GameOutcome], None] | None) -> None:
     seats = seat_jobs(config)
-    send, receive = trio.open_memory_channel[ScheduledGame](len(pending))
-    for game in pending:
-        send.send_nowait(game)
-    send.close()
+    queue = deque(pending)
+    # no two games in flight share a deal and a bot (shared isolation: trusted bots)
+    flight = DealsInFlight((lambda name: name in pools) if config.isolation != "shared"
+                           else (lambda name: False))
+
+    async def next_game() -> ScheduledGame | None:
+        """The first queued game that meets no game in flight (waiting while each one
+        would); None when the queue is empty."""
+        while queue:
+            for i, game in enumerate(queue):
+                if not flight.clashes(game.deal_seed, game.bots):
+                    del queue[i]  # near the front, as a rule: the clashes are in flight
+                    return game
+            await flight.changed()
+        return None
 
     cores = sorted(os.sched_getaffinity(0))
 
@@ -307,9 +319,13 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         # each worker plays its games on a core of its own (where cgroups allow): the
         # bots of its game are held to it, so no bot can slow another game's thinking
         core = cores[slot % len(cores)] if config.isolation != "shared" else None
-        async for scheduled in receive:
-            outcome = await play_stored(pools, job_of(config, seed, scheduled, seats),
-                                        scheduled, core, store)
+        while (scheduled := await next_game()) is not None:
+            token = flight.enter(scheduled.deal_seed, scheduled.bots)
+            try:
+                outcome = await play_stored(pools, job_of(config, seed, scheduled, seats),
+                                            scheduled, core, store)
+            finally:
+                flight.leave(token)
             summary.played += 1
             summary.faults += len(outcome.faults)
             if on_game is not None:

@@ -1,0 +1,398 @@
+"""A uid of its own for every sandboxed bot process: what the kernel then refuses it.
+
+Inside its sandbox a bot runs as uid 65534. Outside, without this module, that uid is
+the arena's own user (root, as a rule), so a bot owns every root-owned file it can see:
+the kernel tells a file's owner which of its pages are cached (``mincore``,
+``cachestat``), lets it take locks and evict pages, and plain permissions protect
+nothing from it. With this module each sandboxed process runs, outside its sandbox, as a
+uid and gid of its own, leased for its lifetime from a reserved range that no user of
+the machine has (:data:`DEFAULT_RANGE`, checked against ``/etc/passwd``, ``/etc/group``
+and the subordinate ranges in ``/etc/subuid`` and ``/etc/subgid``).
+
+How it is done (:func:`wrapper`), by programs of util-linux, without a ``preexec_fn``:
+bubblewrap runs unprivileged as the leased uid (``setpriv --reuid --regid
+--clear-groups``) and maps 65534 inside to it. An unprivileged bubblewrap resolves every
+bind source as that uid, and some sources lie under folders only root may enter (a
+Python under ``/root/.pyenv``, a test's temporary folder): those are first bound, as
+root, into a small tmpfs (:data:`STAGE_DIR`) in a mount namespace of the bot's own
+(``unshare --mount --propagation private``), which dies with the bot. Nothing is mounted
+on the host.
+
+A lease is a lock (``flock``) on a file named by the uid in :data:`LOCK_DIRS`: two arenas
+on one machine never share a uid, and a lease ends by itself when the arena does.
+
+It needs real root (``CAP_SETUID`` over the whole range), which :func:`id_mechanism`
+checks by running the chain once. Elsewhere (a normal user, or root of a user namespace
+that maps only itself) every bot runs as the arena's user, as before, and the arena says
+so at the start: the seccomp filter then still refuses the page-cache probes and locks,
+but a bot's files are not protected from it by ownership.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+DEFAULT_RANGE = (0x5A000000, 65536)
+"""The first uid (and gid) of the reserved range, and how many there are: far above any
+uid a distribution gives out, and outside the usual subordinate ranges (100000 + n ×
+65536 for the first few thousand users). ``ARENA_BOT_IDS=FIRST:COUNT`` sets another."""
+
+LOCK_DIRS = ("/run/trick-arena/ids", "/tmp/.trick-arena-ids")
+"""Where the leases' lock files are (the first that can be made, mode 0700)."""
+
+STAGE_DIR = "/tmp/.trick-arena-stage"
+"""An empty folder (root's, mode 0755) that a bot's own mount namespace covers with a
+small tmpfs holding binds of the sources its uid could not reach. On the host it stays
+empty."""
+
+_STAGE_BYTES = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class IdMechanism:
+    """Whether bot processes get uids of their own here, and if not, why not."""
+
+    first: int
+    count: int
+    why_not: str = ""
+
+    @property
+    def active(self) -> bool:
+        return not self.why_not
+
+    def describe(self) -> str:
+        if self.active:
+            return (f"bot processes: each runs as a uid and gid of its own outside its "
+                    f"sandbox (leased from {self.first}-{self.first + self.count - 1})")
+        return (f"bot processes: all run as the arena's own user outside their sandbox "
+                f"({self.why_not}); the seccomp filter still refuses page-cache probes "
+                f"and file locks, but a bot owns the files the arena's user owns")
+
+
+@dataclass(slots=True)
+class Lease:
+    """One uid (= gid) held for one bot process; :meth:`release` once it has ended."""
+
+    uid: int
+    _fd: int | None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            _held.discard(self.uid)
+            os.close(fd)  # the lock goes with it
+
+
+_held: set[int] = set()
+"""The uids this arena process holds (so that a lease skips them without a syscall)."""
+
+
+def _range() -> tuple[int, int]:
+    text = os.environ.get("ARENA_BOT_IDS", "")
+    if not text:
+        return DEFAULT_RANGE
+    try:
+        first, count = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise ValueError(f"ARENA_BOT_IDS={text!r}: expected FIRST:COUNT, e.g. "
+                         f"{DEFAULT_RANGE[0]}:{DEFAULT_RANGE[1]}") from None
+    if first < 1000 or count < 1 or first + count > 0xFFFFFFFE:
+        raise ValueError(f"ARENA_BOT_IDS={text!r}: the range must lie in 1000-4294967293")
+    return first, count
+
+
+def _subordinate(path: str) -> list[tuple[int, int]]:
+    """The ranges ``/etc/subuid`` or ``/etc/subgid`` gives out (``name:first:count``)."""
+    ranges: list[tuple[int, int]] = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return ranges
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            ranges.append((int(parts[1]), int(parts[2])))
+    return ranges
+
+
+def _taken(first: int, count: int) -> str:
+    """Why ``first..first+count`` is not free for bots ("" when it is)."""
+    for name, ranges in (("/etc/subuid", _subordinate("/etc/subuid")),
+                         ("/etc/subgid", _subordinate("/etc/subgid"))):
+        for start, size in ranges:
+            if start < first + count and first < start + size:
+                return f"it overlaps a subordinate range of {name} ({start}:{size})"
+    users = [u.pw_uid for u in pwd.getpwall() if first <= u.pw_uid < first + count]
+    groups = [g.gr_gid for g in grp.getgrall() if first <= g.gr_gid < first + count]
+    if users or groups:
+        return f"uid/gid {(users or groups)[0]} of the range belongs to a user or group"
+    return ""
+
+
+def _lock_dir() -> str | None:
+    for folder in LOCK_DIRS:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            os.chmod(folder, 0o700)
+            return folder
+    return None
+
+
+def _stage_dir() -> str | None:
+    """:data:`STAGE_DIR`, made if missing: root's own real folder, 0755 (None if not)."""
+    try:
+        os.mkdir(STAGE_DIR, 0o755)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    st = os.lstat(STAGE_DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        return None  # someone else's (it is in /tmp): not ours to mount over
+    os.chmod(STAGE_DIR, 0o755)
+    return STAGE_DIR
+
+
+def _programs() -> dict[str, str] | None:
+    found = {name: shutil.which(name) for name in ("setpriv", "unshare", "mount", "bwrap")}
+    if any(path is None for path in found.values()):
+        return None
+    return {name: path for name, path in found.items() if path is not None}
+
+
+@cache
+def id_mechanism() -> IdMechanism:
+    """Whether every sandboxed bot process can run as a uid of its own here: needs root
+    and util-linux's ``setpriv``, ``unshare`` and ``mount``; tried once for real (a
+    bubblewrap run as a uid of the range, from a mount namespace of its own).
+    ``ARENA_NO_BOT_IDS`` turns it off (the tests' controls)."""
+    try:
+        first, count = _range()
+    except ValueError as e:
+        return IdMechanism(0, 0, str(e))
+    if os.environ.get("ARENA_NO_BOT_IDS"):
+        return IdMechanism(first, count, "ARENA_NO_BOT_IDS is set")
+    if os.geteuid() != 0:
+        return IdMechanism(first, count, "the arena is not root, and subordinate ids "
+                                         "(newuidmap) are not supported")
+    taken = _taken(first, count)
+    if taken:
+        return IdMechanism(first, count, f"the reserved range {first}:{count} is not free: "
+                                         f"{taken}; set ARENA_BOT_IDS=FIRST:COUNT")
+    programs = _programs()
+    if programs is None:
+        return IdMechanism(first, count, "util-linux's setpriv, unshare or mount is missing")
+    if _lock_dir() is None:
+        return IdMechanism(first, count, f"none of {', '.join(LOCK_DIRS)} can be made")
+    if _stage_dir() is None:
+        return IdMechanism(first, count, f"{STAGE_DIR} is not a folder of root's own")
+    probe = [programs["unshare"], "--mount", "--propagation", "private", "--",
+             programs["setpriv"], "--reuid", str(first), "--regid", str(first),
+             "--clear-groups", "--", programs["bwrap"], "--unshare-user", "--unshare-all",
+             "--disable-userns", "--ro-bind", "/", "/", "--uid", "65534", "--gid", "65534",
+             "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return IdMechanism(first, count, f"a bubblewrap run as uid {first} failed: {e}")
+    if done.returncode != 0:
+        why = " ".join(done.stderr.decode(errors="replace").split())[:160]
+        return IdMechanism(first, count, f"a bubblewrap run as uid {first} failed here "
+                                         f"({why or f'exit {done.returncode}'}); root of a "
+                                         f"user namespace cannot take other uids")
+    return IdMechanism(first, count)
+
+
+def lease() -> Lease | None:
+    """A free uid of the range for one bot process (None where :func:`id_mechanism` is
+    not active); :class:`OSError` when every uid of the range is held."""
+    mechanism = id_mechanism()
+    if not mechanism.active:
+        return None
+    folder = _lock_dir()
+    if folder is None:
+        raise OSError(f"cannot make the folder of uid leases ({LOCK_DIRS[0]})")
+    for uid in range(mechanism.first, mechanism.first + mechanism.count):
+        if uid in _held:
+            continue
+        fd = os.open(os.path.join(folder, str(uid)),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # another arena's
+            continue
+        _held.add(uid)
+        return Lease(uid, fd)
+    raise OSError(f"all {mechanism.count} uids of the bots' range are in use")
+
+
+def reachable(path: Path) -> bool:
+    """Whether a uid that is no user's can resolve ``path`` (as bubblewrap does with a
+    bind source): every folder on the way searchable by others (``o+x``), and ``path``
+    itself readable (and, if a folder, searchable) by others."""
+    try:
+        real = Path(os.path.realpath(path))
+        st = os.stat(real)
+    except OSError:
+        return True  # bubblewrap will say what is wrong
+    if not _readable(st):
+        return False
+    for parent in real.parents:
+        try:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _readable(st: os.stat_result) -> bool:
+    need = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(st.st_mode) else 0)
+    return st.st_mode & need == need
+
+
+COPY_CAP_BYTES = 64 << 20
+"""The most a bot's own folder may hold when it must be copied (see :func:`staging`)."""
+
+COPY_CAP_FILES = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A bind source that the bot's uid cannot read where it is: bound into the stage
+    (``copy`` False: only its parents are closed to others), or copied there, made
+    readable (``copy`` True: a bot's own folder with files only their owner may read)."""
+
+    path: Path
+    copy: bool
+
+
+def staging(path: Path, own: bool) -> Staged | None:
+    """How the bot's uid gets to see ``path``: None (directly: all of it readable by
+    others), or a :class:`Staged`. ``own``: the bot's own folder, whose files are
+    checked one by one, and which is copied (at most :data:`COPY_CAP_BYTES` and
+    :data:`COPY_CAP_FILES`) where any of them is closed to others; ValueError (one line)
+    when it is too big to copy."""
+    if own and not _all_readable(path):
+        size, files = _folder_size(path)
+        if size > COPY_CAP_BYTES or files > COPY_CAP_FILES:
+            raise ValueError(
+                f"{path} has files other users cannot read, and is too big to copy for the "
+                f"bot's own uid ({size >> 20} MiB, {files} files; at most "
+                f"{COPY_CAP_BYTES >> 20} MiB and {COPY_CAP_FILES} files): make it readable "
+                f"(chmod -R o+rX {path})")
+        return Staged(path, True)
+    if reachable(path):
+        return None
+    return Staged(path, False)
+
+
+def _all_readable(path: Path) -> bool:
+    """Whether every file and folder under ``path`` is readable by others (a folder
+    that holds more than :data:`COPY_CAP_FILES` entries counts as readable: it is bound,
+    and what its owner closed stays closed)."""
+    try:
+        if not _readable(os.stat(path)):
+            return False
+    except OSError:
+        return True
+    seen = 0
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            seen += 1
+            if seen > COPY_CAP_FILES:
+                return True
+            try:
+                st = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            if not _readable(st):
+                return False
+    return True
+
+
+def _folder_size(path: Path) -> tuple[int, int]:
+    size = files = 0
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            files += 1
+            try:
+                size += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+            if files > COPY_CAP_FILES:
+                return size, files
+    return size, files
+
+
+def wrapper(lease: Lease, staged: list[Staged]) -> tuple[list[str], list[str]]:
+    """The two pieces of the spawn chain for a leased process (see the module): what
+    comes before the shell that joins the cgroups (a mount namespace of the bot's own,
+    only where something is staged), and the uid change that follows it (with
+    ``--pdeathsig`` again: a uid change clears the parent-death signal)."""
+    programs = _programs()
+    assert programs is not None  # id_mechanism() found them
+    before = ([programs["unshare"], "--mount", "--propagation", "private", "--"]
+              if staged else [])
+    switch = [programs["setpriv"], "--reuid", str(lease.uid), "--regid", str(lease.uid),
+              "--clear-groups", "--pdeathsig", "KILL", "--"]
+    return before, switch
+
+
+def staged_path(index: int) -> str:
+    """Where the ``index``-th staged source is seen by the bot's bubblewrap."""
+    return f"{STAGE_DIR}/{index}"
+
+
+def stage_script(staged: list[Staged]) -> str:
+    """The shell lines (for the cgroup-joining shell, run as root in the bot's own mount
+    namespace, after it joined the cgroups: a copy is charged to the bot) that bind or
+    copy each staged source into :data:`STAGE_DIR`."""
+    if not staged:
+        return ""
+    copied = sum(1 for s in staged if s.copy)
+    size = _STAGE_BYTES + copied * (COPY_CAP_BYTES + (COPY_CAP_FILES << 12))
+    lines = [f"mount -t tmpfs -o mode=0755,size={size} arena-stage {STAGE_DIR} || exit 125"]
+    for index, source in enumerate(staged):
+        quoted = "'" + str(source.path).replace("'", "'\\''") + "'"
+        place = staged_path(index)
+        if source.copy:
+            lines.append(f"cp -R --preserve=mode,timestamps,links {quoted} {place} && "
+                         f"chmod -R a+rX,a-w {place} || exit 125")
+        else:
+            make = "mkdir" if source.path.is_dir() else ": >"
+            lines.append(f"{make} {place} && mount --bind -o ro {quoted} {place} "
+                         f"|| exit 125")
+    return "; ".join(lines) + "; "
+
+
+def processes_of(uid: int) -> list[int]:
+    """The live (not zombie) pids running as ``uid`` (to tell whether a lease can end
+    without a cgroup)."""
+    pids: list[int] = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                pids.append(int(entry))
+    return pids
