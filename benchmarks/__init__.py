@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "referee": "benchmarks.grpc",
     "tournament": "benchmarks.tournament",
     "isolation": "benchmarks.isolation",
+    "bot_ids": "benchmarks.bot_ids",
     "ray": "benchmarks.ray",
     "fairness": "benchmarks.fairness",
     "league": "benchmarks.league",

@@ -428,7 +428,7 @@ def test_an_unsandboxed_bot_socket_fits_under_a_long_temporary_folder(
     long_dir.mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
     proc = BotProcess("short", RANDOM_PY[4:], arena_sandbox.tmp / "logs" / "short.log",
-                      confinement=Confinement(sandbox=False))
+                      startup_s=120, confinement=Confinement(sandbox=False))  # any load
 
     async def serve() -> str:
         channel = await proc.start()

@@ -248,7 +248,11 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
                 except ValueError as e:
                     raise SandboxError(str(e)) from None
                 if how is not None:
-                    source = ids.staged_path(len(staged))
+                    if len(staged) >= ids.MAX_STAGED:
+                        raise SandboxError(
+                            f"more than {ids.MAX_STAGED} folders of the bot's view are "
+                            f"closed to other users (the last: {path})")
+                    source = ids.staged_path(len(staged), how)
                     staged.append(how)
             out += ["--ro-bind", source, str(path)]
     for secret in hide:

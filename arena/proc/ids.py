@@ -14,7 +14,7 @@ bubblewrap runs unprivileged as the leased uid (``setpriv --reuid --regid
 --clear-groups``) and maps 65534 inside to it. An unprivileged bubblewrap resolves every
 bind source as that uid, and some sources lie under folders only root may enter (a
 Python under ``/root/.pyenv``, a test's temporary folder): those are first bound, as
-root, into a small tmpfs (:data:`STAGE_DIR`) in a mount namespace of the bot's own
+root, over empty places in :data:`STAGE_DIR`, in a mount namespace of the bot's own
 (``unshare --mount --propagation private``), which dies with the bot. Nothing is mounted
 on the host.
 
@@ -37,6 +37,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -50,12 +51,9 @@ LOCK_DIRS = ("/run/trick-arena/ids", "/tmp/.trick-arena-ids")
 """Where the leases' lock files are (the first that can be made, mode 0700)."""
 
 STAGE_DIR = "/tmp/.trick-arena-stage"
-"""An empty folder (root's, mode 0755) that a bot's own mount namespace covers with a
-small tmpfs holding binds of the sources its uid could not reach. On the host it stays
-empty."""
-
-_STAGE_BYTES = 16384
-
+"""A folder of root's (mode 0755) of empty places, over which a bot's own mount namespace
+binds the sources its uid could not reach (see :func:`stage_script`). On the host the
+places stay empty."""
 
 @dataclass(frozen=True, slots=True)
 class IdMechanism:
@@ -151,19 +149,44 @@ def _lock_dir() -> str | None:
     return None
 
 
+MAX_STAGED = 16
+"""The most sources one bot process may need staged (each has its place ready)."""
+
+
 def _stage_dir() -> str | None:
-    """:data:`STAGE_DIR`, made if missing: root's own real folder, 0755 (None if not)."""
+    """:data:`STAGE_DIR`, made if missing: root's own real folder, 0755, holding the empty
+    places of the staged sources (folders ``d0``... and files ``f0``..., all root's);
+    None if it is not that (it is in /tmp: someone else's is not ours to mount over)."""
     try:
         os.mkdir(STAGE_DIR, 0o755)
     except FileExistsError:
         pass
     except OSError:
         return None
-    st = os.lstat(STAGE_DIR)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
-        return None  # someone else's (it is in /tmp): not ours to mount over
+    if not _root_owned(STAGE_DIR, stat.S_ISDIR):
+        return None
     os.chmod(STAGE_DIR, 0o755)
+    for i in range(MAX_STAGED):
+        folder, file = f"{STAGE_DIR}/d{i}", f"{STAGE_DIR}/f{i}"
+        try:
+            os.mkdir(folder, 0o755)
+        except FileExistsError:
+            pass
+        try:
+            os.close(os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            pass
+        if not (_root_owned(folder, stat.S_ISDIR) and _root_owned(file, stat.S_ISREG)):
+            return None
     return STAGE_DIR
+
+
+def _root_owned(path: str, kind: Callable[[int], bool]) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return kind(st.st_mode) and st.st_uid == 0 and not st.st_mode & 0o022
 
 
 def _programs() -> dict[str, str] | None:
@@ -353,31 +376,30 @@ def wrapper(lease: Lease, staged: list[Staged]) -> tuple[list[str], list[str]]:
     return before, switch
 
 
-def staged_path(index: int) -> str:
+def staged_path(index: int, source: Staged) -> str:
     """Where the ``index``-th staged source is seen by the bot's bubblewrap."""
-    return f"{STAGE_DIR}/{index}"
+    if source.copy:
+        return f"{STAGE_DIR}/d{index}/copy"
+    return f"{STAGE_DIR}/{'d' if source.path.is_dir() else 'f'}{index}"
 
 
 def stage_script(staged: list[Staged]) -> str:
     """The shell lines (for the cgroup-joining shell, run as root in the bot's own mount
-    namespace, after it joined the cgroups: a copy is charged to the bot) that bind or
-    copy each staged source into :data:`STAGE_DIR`."""
-    if not staged:
-        return ""
-    copied = sum(1 for s in staged if s.copy)
-    size = _STAGE_BYTES + copied * (COPY_CAP_BYTES + (COPY_CAP_FILES << 12))
-    lines = [f"mount -t tmpfs -o mode=0755,size={size} arena-stage {STAGE_DIR} || exit 125"]
+    namespace, after it joined the cgroups: a copy is charged to the bot) that bind each
+    staged source over its place in :data:`STAGE_DIR`, or copy it into a tmpfs there:
+    one ``mount`` for a bind."""
+    lines = []
     for index, source in enumerate(staged):
         quoted = "'" + str(source.path).replace("'", "'\\''") + "'"
-        place = staged_path(index)
+        place = staged_path(index, source)
         if source.copy:
-            lines.append(f"cp -R --preserve=mode,timestamps,links {quoted} {place} && "
-                         f"chmod -R a+rX,a-w {place} || exit 125")
+            size = COPY_CAP_BYTES + (COPY_CAP_FILES << 12)
+            lines.append(f"mount -t tmpfs -o mode=0755,size={size} arena-copy "
+                         f"{STAGE_DIR}/d{index} && cp -R --preserve=mode,timestamps,links "
+                         f"{quoted} {place} && chmod -R a+rX,a-w {place} || exit 125")
         else:
-            make = "mkdir" if source.path.is_dir() else ": >"
-            lines.append(f"{make} {place} && mount --bind -o ro {quoted} {place} "
-                         f"|| exit 125")
-    return "; ".join(lines) + "; "
+            lines.append(f"mount --bind -o ro {quoted} {place} || exit 125")
+    return "".join(f"{line}; " for line in lines)
 
 
 def processes_of(uid: int) -> list[int]:
