@@ -234,3 +234,63 @@ def test_control_as_the_arenas_user_the_same_probe_reads_residency(tmp_path: Pat
     resident, pages = int(str(result["resident"])), int(str(result["pages"]))
     assert result["mincore"] == 0 and 1 <= resident < pages, result
     assert result["cachestat"] in ("ok", "Function not implemented"), result
+
+
+READER = """\
+import json, os
+mine = open("secret-of-mine.txt").read()
+print(json.dumps({"uid": os.getuid(), "mine": mine, "entries": sorted(os.listdir(".")),
+                  "out": sorted(os.listdir("out")) if os.path.isdir("out") else None}))
+"""
+
+
+@needs_ids
+def test_a_bot_folder_closed_to_others_is_copied_for_its_uid_without_what_is_hidden(
+        tmp_path: Path) -> None:
+    """A bot's own folder whose files only their owner may read (0700, 0600) is copied
+    into a tmpfs of the process, readable by its uid; a hidden folder inside it (the
+    output) is left out of the copy, and covered."""
+    folder = tmp_path / "closed"
+    folder.mkdir(mode=0o700)
+    (folder / "bot.py").write_text(READER)
+    (folder / "secret-of-mine.txt").write_text("the bot's own")
+    for name in ("bot.py", "secret-of-mine.txt"):
+        os.chmod(folder / name, 0o600)
+    out = folder / "out"
+    out.mkdir()
+    (out / "tournament.sqlite").write_text("the store")
+    how = ids.staging(folder, own=True, hidden=(out,))
+    assert how is not None and how.copy and how.left_out == ("out",), how
+    # the copy itself, made as a start makes it (in a mount namespace of its own)
+    copied = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+         ids.stage_script([how]) + f"cd {ids.staged_path(0, how)} && find . | sort"],
+        capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert copied == [".", "./bot.py", "./out", "./secret-of-mine.txt"], copied
+    lease = ids.lease()
+    assert lease is not None
+    args = [sys.executable, str(folder / "bot.py")]
+    staged: list[ids.Staged] = []
+    options = bwrap_options(args, folder, Confinement(), {"PATH": "/usr/bin:/bin"},
+                            hide=(out,), staged=staged)
+    assert [s.path for s in staged if s.copy] == [folder], staged
+    command = [*spawn_wrapper(None, Confinement().limits, limit_mechanism(), lease, staged),
+               bwrap_binary(), *options, "--", *args]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              check=False)
+    finally:
+        lease.release()
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["mine"] == "the bot's own" and seen["uid"] == 65534, seen
+    assert seen["out"] == [], seen  # the output is not in the copy, and covered
+
+
+def test_a_closed_bot_folder_too_big_to_copy_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "big"
+    folder.mkdir(mode=0o700)
+    with open(folder / "weights.bin", "wb") as f:
+        f.truncate(ids.COPY_CAP_BYTES + 1)  # sparse: no disk, but its size counts
+    with pytest.raises(ValueError, match=r"too big to copy .*chmod -R o\+rX"):
+        ids.staging(folder, own=True)

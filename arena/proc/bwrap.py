@@ -244,7 +244,8 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
             source = str(path)
             if staged is not None:
                 try:
-                    how = ids.staging(path, own=path in own)
+                    how = ids.staging(path, own=path in own,
+                                      hidden=tuple(Path(os.path.abspath(h)) for h in hide))
                 except ValueError as e:
                     raise SandboxError(str(e)) from None
                 if how is not None:

@@ -302,23 +302,28 @@ class Staged:
 
     path: Path
     copy: bool
+    left_out: tuple[str, ...] = ()
+    """What a copy leaves out: hidden folders inside it, relative to ``path``."""
 
 
-def staging(path: Path, own: bool) -> Staged | None:
+def staging(path: Path, own: bool, hidden: tuple[Path, ...] = ()) -> Staged | None:
     """How the bot's uid gets to see ``path``: None (directly: all of it readable by
     others), or a :class:`Staged`. ``own``: the bot's own folder, whose files are
     checked one by one, and which is copied (at most :data:`COPY_CAP_BYTES` and
-    :data:`COPY_CAP_FILES`) where any of them is closed to others; ValueError (one line)
-    when it is too big to copy."""
+    :data:`COPY_CAP_FILES`, without the ``hidden`` folders inside it, which the copy
+    leaves out) where any of them is closed to others; ValueError (one line) when it is
+    too big to copy."""
     if own and not _all_readable(path):
-        size, files = _folder_size(path)
+        left_out = tuple(str(h.relative_to(path)) for h in hidden
+                         if h.is_relative_to(path) and h != path)
+        size, files = _folder_size(path, {path / name for name in left_out})
         if size > COPY_CAP_BYTES or files > COPY_CAP_FILES:
             raise ValueError(
                 f"{path} has files other users cannot read, and is too big to copy for the "
                 f"bot's own uid ({size >> 20} MiB, {files} files; at most "
                 f"{COPY_CAP_BYTES >> 20} MiB and {COPY_CAP_FILES} files): make it readable "
                 f"(chmod -R o+rX {path})")
-        return Staged(path, True)
+        return Staged(path, True, left_out)
     if reachable(path):
         return None
     return Staged(path, False)
@@ -348,9 +353,10 @@ def _all_readable(path: Path) -> bool:
     return True
 
 
-def _folder_size(path: Path) -> tuple[int, int]:
+def _folder_size(path: Path, skip: set[Path]) -> tuple[int, int]:
     size = files = 0
-    for root, _dirs, names in os.walk(path):
+    for root, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if Path(root, d) not in skip]
         for name in names:
             files += 1
             try:
@@ -394,9 +400,14 @@ def stage_script(staged: list[Staged]) -> str:
         place = staged_path(index, source)
         if source.copy:
             size = COPY_CAP_BYTES + (COPY_CAP_FILES << 12)
+            # a hidden folder's contents stay out; the folder itself is kept (empty)
+            # for the sandbox's cover of it
+            skip = "".join(" --exclude='./" + name.replace("'", "'\\''") + "/*'"
+                           for name in source.left_out)
             lines.append(f"mount -t tmpfs -o mode=0755,size={size} arena-copy "
-                         f"{STAGE_DIR}/d{index} && cp -R --preserve=mode,timestamps,links "
-                         f"{quoted} {place} && chmod -R a+rX,a-w {place} || exit 125")
+                         f"{STAGE_DIR}/d{index} && mkdir {place} && "
+                         f"tar -C {quoted}{skip} -cf - . | tar -C {place} -xf - "
+                         f"--no-same-owner && chmod -R a+rX,a-w {place} || exit 125")
         else:
             lines.append(f"mount --bind -o ro {quoted} {place} || exit 125")
     return "".join(f"{line}; " for line in lines)
