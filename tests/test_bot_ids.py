@@ -13,8 +13,11 @@ import json
 import mmap
 import os
 import pwd
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -294,3 +297,35 @@ def test_a_closed_bot_folder_too_big_to_copy_is_refused_in_one_line(tmp_path: Pa
         f.truncate(ids.COPY_CAP_BYTES + 1)  # sparse: no disk, but its size counts
     with pytest.raises(ValueError, match=r"too big to copy .*chmod -R o\+rX"):
         ids.staging(folder, own=True)
+
+
+@pytest.mark.skipif(not limit_mechanism().cgroups, reason="no cgroups here")
+def test_processes_left_in_an_ended_bots_cgroup_are_killed_and_its_uid_given_back() -> None:
+    """A cgroup whose processes outlived their bot (forked as it was killed) is killed
+    again on a thread until empty, then removed, and the lease ends with it."""
+    from arena.model.limits import Limits
+    from arena.proc.cgroup import Cgroup
+    from arena.proc.process import _kill_until_empty
+
+    cgroup = Cgroup(limit_mechanism(), Limits(), "survivor")
+    lease = ids.lease()
+    survivor = subprocess.Popen(
+        ["/bin/sh", "-c", 'for f in "$@"; do echo $$ > "$f"; done; exec sleep 600', "sh",
+         *cgroup.procs_files()], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while survivor.pid not in cgroup.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert survivor.pid in cgroup.pids()
+        reaped = threading.Thread(target=survivor.wait)  # its parent reaps it, as the arena
+        reaped.start()
+        _kill_until_empty(cgroup, lease)
+        reaped.join(10)
+        assert survivor.returncode == -signal.SIGKILL
+        assert not any(d.exists() for d in cgroup.dirs.values()), cgroup.dirs
+        if lease is not None:
+            assert lease._fd is None  # given back
+    finally:
+        if survivor.poll() is None:
+            survivor.kill()
+            survivor.wait()

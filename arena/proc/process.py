@@ -549,6 +549,14 @@ class BotProcess:
         _close(self._info, self._sock_dir, self._sock)
         self._info = self._sock_dir = self._sock = None
         cgroup = self._cgroup
+        if cgroup is not None and cgroup.pids() and self._proc is None and background:
+            # ended, yet processes are left in its cgroup (one forked as it was killed):
+            # killed again on a thread of its own until the cgroup is empty, then
+            # removed, and its uid given back
+            self._cgroup, lease, self._lease = None, self._lease, None
+            threading.Thread(target=_kill_until_empty, args=(cgroup, lease),
+                             name="bot-cgroup-survivors", daemon=True).start()
+            cgroup = None
         if cgroup is not None and not cgroup.pids():
             # what a report of its end needs, read before the cgroup goes
             self._last_cpu_ns = cgroup.cpu_ns()
@@ -601,6 +609,24 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
 def _reclaim_and_remove(cgroup: Cgroup) -> None:
     cgroup.reclaim()
     cgroup.remove()
+
+
+SURVIVOR_TRIES = 200
+"""How many times (50 ms apart) a cgroup whose processes outlived their bot is killed
+again before it is left to the next run's sweep."""
+
+
+def _kill_until_empty(cgroup: Cgroup, lease: ids.Lease | None) -> None:
+    for _ in range(SURVIVOR_TRIES):
+        if not cgroup.pids():
+            _reclaim_and_remove(cgroup)
+            if lease is not None:
+                lease.release()
+            return
+        cgroup.kill_all(signal.SIGKILL)
+        time.sleep(0.05)
+    # still not empty: the cgroup and the uid stay held until the arena ends (its
+    # reaper and the next run's sweep kill what is left)
 
 
 def _close(*fds: int | None) -> None:
