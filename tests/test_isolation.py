@@ -753,12 +753,21 @@ DOCUMENTED_ENV = {"ARENA_BOT_LISTEN", "PYTHONUNBUFFERED", "PATH", "HOME", "TMPDI
 
 @needs_sandbox
 @pytest.mark.timeout(150)
+@pytest.mark.parametrize("output", ["beside", "inside the bot's folder"])
 def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environment(
-        world: World) -> None:
+        world: World, output: str) -> None:
+    """Also where the output folder lies inside the bot's own folder: the view is built
+    from that folder's exact leaves, so the output's name is in no mount either."""
     field = [{"name": "view", "spec": hostile(world, "view.py")},
              {"name": "py-heuristic", "spec": PY_HEURISTIC},
              {"name": "heuristic", "spec": "heuristic"}]
-    run = run_tournament(world, "view", field).check()
+    out = None
+    if output != "beside":
+        own = world.folder / "view-bot"
+        shutil.copytree(HOSTILE, own)
+        out = own / "out-view"
+        field[0]["spec"] = field[0]["spec"].replace(HOSTILE, str(own))
+    run = run_tournament(world, f"view-{output[:6]}", field, out=out).check()
     reports = [r for r in learned(run, "view") if not r["control"]]
     assert reports
     for r in reports:
@@ -770,6 +779,8 @@ def test_a_sandboxed_bot_sees_no_arena_option_and_only_the_documented_environmen
         assert keys == DOCUMENTED_ENV, keys
         assert r["env_added"] == [], r["env_added"]  # importing arena.sdk adds nothing
         assert str(run.out) not in " ".join(r["paths"]), r["paths"]
+        assert run.out.name not in " ".join(m["target"] + " " + m["root"] for m in r["mounts"]), \
+            r["mounts"]
         assert not r["arena_pid"], r
     assert run.faults() == []
 

@@ -236,6 +236,10 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
             out += ["--symlink", target, link]
         elif os.path.isdir(link):
             ro.append(Path(link))
+    # what the view must not show: a hidden folder inside what is bound (not one that
+    # holds the bot's own folder)
+    hidden = [secret for secret in (Path(os.path.abspath(h)) for h in hide)
+              if not any(o.is_relative_to(secret) for o in own)]
     binds: list[Path] = []
     for path in sorted({Path(os.path.abspath(p)) for p in _existing(ro)},
                        key=lambda p: len(p.parts)):
@@ -255,14 +259,44 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
                             f"closed to other users (the last: {path})")
                     source = ids.staged_path(len(staged), how)
                     staged.append(how)
-            out += ["--ro-bind", source, str(path)]
-    for secret in hide:
-        secret = Path(os.path.abspath(secret))
-        if (any(secret.is_relative_to(b) for b in binds)
-                and not any(o.is_relative_to(secret) for o in own)):
-            out += ["--tmpfs", str(secret)]
+            secrets = [s for s in hidden if s.is_relative_to(path)]
+            out += (_leaves(Path(source), path, secrets) if secrets
+                    else ["--ro-bind", source, str(path)])
     if not any(cwd.is_relative_to(b) for b in binds):
         out += ["--dir", str(cwd)]  # the working folder, empty (its parents too)
+    return out
+
+
+MAX_LEAVES = 2000
+"""The most entries a folder on the way to a hidden one may have (each is a mount)."""
+
+
+def _leaves(source: Path, dest: Path, secrets: list[Path]) -> list[str]:
+    """``dest`` (bound from ``source``) without the ``secrets`` inside it, built from its
+    exact leaves: every entry is bound on its own but the ones on the way to a secret,
+    which are made as empty folders and filled the same way, and the secrets, which are
+    left out. A secret's name then appears nowhere in the view, not even in the mount
+    table (a cover would name it). Symbolic links are made as links."""
+    if dest in secrets:
+        return []
+    out = ["--dir", str(dest)]
+    try:
+        entries = sorted(os.listdir(dest))
+    except OSError:
+        return out
+    if len(entries) > MAX_LEAVES:
+        raise SandboxError(f"{dest} has more than {MAX_LEAVES} entries on the way to a "
+                           f"hidden folder: move the output folder out of the bot's folder")
+    for name in entries:
+        child = dest / name
+        if child in secrets:
+            continue
+        if os.path.islink(child):
+            out += ["--symlink", os.readlink(child), str(child)]
+        elif any(s.is_relative_to(child) for s in secrets) and child.is_dir():
+            out += _leaves(source / name, child, secrets)
+        else:
+            out += ["--ro-bind", str(source / name), str(child)]
     return out
 
 
