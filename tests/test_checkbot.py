@@ -409,3 +409,19 @@ def test_sigterm_stops_the_checks_as_ctrl_c_does(sandbox: Path) -> None:
             proc.communicate()
     assert proc.returncode == 130, err
     assert err == "arena: interrupted\n"
+
+
+def test_a_leagues_options_are_its_first_complete_game(sandbox: Path) -> None:
+    """A league checks a submission first with its own game options (6 players and the
+    hook rule here); the other complete games keep check-bot's rotation."""
+    spec = python_bot(REPO / "sample_bots" / "python" / "random_bot.py")
+
+    async def check() -> Any:
+        return await run_checks(BotSpec.parse(spec), spec, ("wizard",), 1000, 2, sandbox,
+                                first_options={"wizard": {"players": 6, "hook_rule": True}})
+
+    checks = by_name(report_json(trio.run(check)))
+    first, second = checks["wizard: game 1"], checks["wizard: game 2"]
+    assert first["ok"] and "players=6" in first["reason"], first
+    assert "hook_rule=true" in first["reason"], first
+    assert "players=5" in second["reason"], second  # GAME_OPTIONS' second entry

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,11 +131,15 @@ class _WatchedPlayer(RemotePlayer):
 class Checker:
     """Runs the checks against one connected bot, collecting results into ``report``."""
 
-    def __init__(self, connection: BotConnection, report: Report, move_ms: int) -> None:
+    def __init__(self, connection: BotConnection, report: Report, move_ms: int,
+                 first_options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.connection = connection
         self.player = RemotePlayer(connection)
         self.report = report
         self.move_ms = move_ms
+        self.first_options = dict(first_options or {})
+        """Per game, the options its first complete game is played with (a league's);
+        the others go through :data:`GAME_OPTIONS`."""
 
     def add(self, name: str, ok: bool, reason: str, game: str | None = None) -> None:
         self.report.checks.append(CheckResult(name, ok, reason, game))
@@ -237,7 +241,8 @@ class Checker:
         self.add("SIGTERM", True, f"exited {took:.2f} s after SIGTERM{note}")
 
     async def complete_game(self, name: str, index: int) -> None:
-        options = GAME_OPTIONS[name][index % len(GAME_OPTIONS[name])]
+        options = (dict(self.first_options[name]) if index == 0 and name in self.first_options
+                   else GAME_OPTIONS[name][index % len(GAME_OPTIONS[name])])
         seed = GAME_SEED + index
         game = new_game(name, options, seed)
         n = game.players
@@ -283,11 +288,14 @@ class Checker:
 
 async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None, move_ms: int,
                      games_per_kind: int, log_dir: Path,
-                     confinement: Confinement | None = None, cwd: Path | None = None) -> Report:
+                     confinement: Confinement | None = None, cwd: Path | None = None,
+                     first_options: Mapping[str, Mapping[str, Any]] | None = None) -> Report:
     """Run every check on the bot ``spec``; :class:`HandshakeError` when it cannot play.
 
     ``games`` None means every game the bot claims. A ``cmd:`` bot runs in ``cwd`` (None:
-    the arena's working folder). Every process started is ended.
+    the arena's working folder). ``first_options``: per game, the options of its first
+    complete game (a league checks a submission with its own options first). Every
+    process started is ended.
     """
     report = Report(spec_text)
     connection = BotConnection(spec_text, spec, log_dir, confinement=confinement, cwd=cwd)
@@ -302,7 +310,7 @@ async def run_checks(spec: BotSpec, spec_text: str, games: Sequence[str] | None,
             if wanted not in info.games:
                 raise HandshakeError(f"bot {info.name} ({spec_text}): does not play {wanted} "
                                      f"(it plays {', '.join(info.games)})")
-        checker = Checker(connection, report, move_ms)
+        checker = Checker(connection, report, move_ms, first_options)
         checker.add("health", True, f"SERVING; started and answered the hand-shake "
                                     f"in {ready_s:.2f} s")
         checker.add("hand-shake", True,

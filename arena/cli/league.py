@@ -463,7 +463,8 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
         await ready.wait()
         checker = BundleCheck(move_ms=config.base.move_ms,
                               games_per_kind=serving["check_games"],
-                              limits=config.base.limits, games=(config.base.game,))
+                              limits=config.base.limits, games=(config.base.game,),
+                              options=tuple(sorted(config.base.options.items())))
         nursery.start_soon(lambda: serve_league(
             backend, config.output, serving["address"], serving["tls"],
             rules=SubmitRules(runtimes=serving["runtimes"]), checker=checker,

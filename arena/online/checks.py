@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arena.checkbot.checker import percentile, run_checks
 from arena.league.service import CheckReport
@@ -40,6 +41,9 @@ class BundleCheck:
     sandbox: bool = True
     games: tuple[str, ...] | None = None
     """The games checked (the league's); None: every game the bot claims."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """The league's game options (``players`` included): its first complete game of the
+    league's game is played with them."""
 
     async def __call__(self, folder: Path, command: str, log_dir: Path,
                        report: CheckReport) -> tuple[bool, str]:
@@ -58,8 +62,11 @@ class BundleCheck:
         confinement = Confinement(self.sandbox, self.limits, read_only=(folder,),
                                   env=sdk_env())
         try:
+            league = ({self.games[0]: dict(self.options)} if self.games and self.options
+                      else None)
             result = await run_checks(spec, f"cmd:{command}", self.games, self.move_ms,
-                                      self.games_per_kind, log_dir, confinement, cwd=folder)
+                                      self.games_per_kind, log_dir, confinement, cwd=folder,
+                                      first_options=league)
         except (HandshakeError, SandboxError) as e:
             await line(False, f"FAIL start: {e}")
             await self._tail(log_dir, line)
