@@ -252,7 +252,7 @@ def test_a_bot_folder_closed_to_others_is_copied_for_its_uid_without_what_is_hid
         tmp_path: Path) -> None:
     """A bot's own folder whose files only their owner may read (0700, 0600) is copied
     into a tmpfs of the process, readable by its uid; a hidden folder inside it (the
-    output) is left out of the copy, and covered."""
+    output) is left out of the copy, and out of the view."""
     folder = tmp_path / "closed"
     folder.mkdir(mode=0o700)
     (folder / "bot.py").write_text(READER)
@@ -287,7 +287,7 @@ def test_a_bot_folder_closed_to_others_is_copied_for_its_uid_without_what_is_hid
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["mine"] == "the bot's own" and seen["uid"] == 65534, seen
-    assert seen["out"] == [], seen  # the output is not in the copy, and covered
+    assert seen["out"] is None and "out" not in seen["entries"], seen  # nor in the view
 
 
 def test_a_closed_bot_folder_too_big_to_copy_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -51,15 +51,22 @@ def args_after(flag: str, argv: list[str]) -> list[str]:
 
 
 @needs_sandbox
-def test_the_output_folder_is_covered_where_the_bot_folder_contains_it(tmp_path: Path) -> None:
+def test_the_output_folder_is_left_out_where_the_bot_folder_contains_it(tmp_path: Path) -> None:
+    """The bot's folder is built from its exact leaves: every entry bound on its own but
+    the output folder, which no option names (a cover would name it in the mount
+    table)."""
     bot = tmp_path / "bot.py"
     bot.write_text("")
+    (tmp_path / "data").mkdir()
     out = tmp_path / "out"
     out.mkdir()
     argv = bwrap_args([sys.executable, str(bot)], tmp_path,
                       Confinement(), {"ARENA_BOT_LISTEN": "unix:x"}, hide=(out,))
-    assert str(tmp_path) in args_after("--ro-bind", argv)
-    assert args_after("--tmpfs", argv) == ["/tmp", str(out), "/run/arena"]  # empty over it
+    assert str(tmp_path) not in args_after("--ro-bind", argv)  # not bound whole
+    assert {str(bot), str(tmp_path / "data")} <= set(args_after("--ro-bind", argv))
+    assert str(tmp_path) in args_after("--dir", argv)
+    assert str(out) not in argv  # named nowhere
+    assert args_after("--tmpfs", argv) == ["/tmp", "/run/arena"]
     assert args_after("--bind", argv) == []  # nothing of the host is writable
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--clearenv" in argv
     assert args_after("--setenv", argv) == ["ARENA_BOT_LISTEN"]

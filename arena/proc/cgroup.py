@@ -183,6 +183,9 @@ class Cgroup:
         self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
                           else self.dirs["cpuacct"] / "cpuacct.usage")
         self._freezer: Path | None = None
+        self._fds: dict[tuple[str, int], int] = {}
+        """Open descriptors of the files read or written at every decision (the freezer's
+        state, the CPU time): no open and close on the decision path."""
         made: list[Path] = []
         try:
             for folder in self.dirs.values():
@@ -280,21 +283,40 @@ class Cgroup:
             return False
         value = ("1" if frozen else "0") if self.v2 else ("FROZEN" if frozen else "THAWED")
         try:
-            fd = os.open(self._freezer, os.O_WRONLY)
-            try:
-                os.write(fd, value.encode())
-            finally:
-                os.close(fd)
+            os.pwrite(self._fd(str(self._freezer), os.O_WRONLY), value.encode(), 0)
         except OSError:
             return False
         return True
+
+    def _fd(self, path: str, flags: int) -> int:
+        """A kept descriptor of ``path`` (opened once); OSError if it cannot be opened."""
+        fd = self._fds.get((path, flags))
+        if fd is None:
+            fd = self._fds[(path, flags)] = os.open(path, flags | os.O_CLOEXEC)
+        return fd
+
+    def _read_kept(self, path: str) -> str:
+        """As :func:`_read`, through a kept descriptor (read again from the start)."""
+        try:
+            return os.pread(self._fd(path, os.O_RDONLY), 65536, 0).decode()
+        except OSError:
+            return ""
+
+    def _close_files(self) -> None:
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def _is_frozen(self) -> bool:
         if self._freezer is None:
             return False
         if self.v2:
-            return _event(_read(str(self.dirs[""] / "cgroup.events")), "frozen") == 1
-        return _read(str(self._freezer)).strip() == "FROZEN"
+            return _event(self._read_kept(str(self.dirs[""] / "cgroup.events")),
+                          "frozen") == 1
+        return self._read_kept(str(self._freezer)).strip() == "FROZEN"
 
     def freeze(self) -> None:
         """Stop every process of the bot at once, new ones included (the cgroup freezer,
@@ -307,10 +329,15 @@ class Cgroup:
         self._frozen = True
         if self._write_freezer(True):
             deadline = time.monotonic() + 1.0
+            tries = 0
             while not self._is_frozen():
                 if time.monotonic() > deadline:
                     break  # a task stuck in the kernel: the CPU check at the thaw tells
-                time.sleep(0.0001)
+                tries += 1
+                if tries < 20:
+                    os.sched_yield()  # as a rule frozen within a few yields
+                else:
+                    time.sleep(0.0001)
             else:
                 self.cpu_at_rest = self._settled_cpu_ns()
                 return
@@ -406,12 +433,12 @@ class Cgroup:
         """CPU time used by every process of the bot so far, in nanoseconds."""
         try:
             if self.v2:
-                for line in _read(self._usage).splitlines():
+                for line in self._read_kept(self._usage).splitlines():
                     key, _, value = line.partition(" ")
                     if key == "usage_usec":
                         return int(value) * 1000
                 return None
-            return int(_read(self._usage))
+            return int(self._read_kept(self._usage))
         except ValueError:
             return None
 
@@ -517,6 +544,7 @@ class Cgroup:
     def remove(self) -> None:
         """Remove the cgroup folders (they must be empty: call after the processes end)."""
         self.thaw()
+        self._close_files()
         for folder in self.dirs.values():
             for _ in range(50):
                 try:
