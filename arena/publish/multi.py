@@ -13,7 +13,9 @@ written. See ``docs/publishing.md``.
 
 A bot on a board is its name and the version it reported in the hand-shake: the same
 name and version in two events are one bot; the same name with another version is
-another row.
+another row; a bot whose store recorded no version (a league's built-in bots) is the one
+bot of its name with a version on that board, if there is exactly one
+(:func:`merge_unversioned`).
 """
 
 from __future__ import annotations
@@ -516,7 +518,9 @@ def _board_page(board: Board, rows: Sequence[Mapping[str, Any]], events: Sequenc
         f"1500; the bar and ± show its {round(100 * LEVEL)}% bootstrap interval over the "
         f"duplicate sets of all the events ({resamples} resamples). A bot is its name and "
         "the version it reported: the same name and version in two events are one bot, "
-        "another version is another row. A league's house bots are fitted like the others "
+        "another version is another row, and a bot whose event recorded no version (a "
+        "league's built-in bots) is the bot of its name that has one, where there is "
+        "exactly one (else a row of its own, version –). A league's house bots are fitted like the others "
         "here (their fixed ratings anchor only their league's own board). Ratings from "
         "events that shared no bot are not comparable. "
         f'<span class="provisional" title="{PROVISIONAL_TITLE}">?</span> provisional. '
