@@ -520,9 +520,9 @@ def _board_page(board: Board, rows: Sequence[Mapping[str, Any]], events: Sequenc
         "the version it reported: the same name and version in two events are one bot, "
         "another version is another row, and a bot whose event recorded no version (a "
         "league's built-in bots) is the bot of its name that has one, where there is "
-        "exactly one (else a row of its own, version –). A league's house bots are fitted like the others "
-        "here (their fixed ratings anchor only their league's own board). Ratings from "
-        "events that shared no bot are not comparable. "
+        "exactly one (else a row of its own, version –). A league's house bots are "
+        "fitted like the others here (their fixed ratings anchor only their league's own "
+        "board). Ratings from events that shared no bot are not comparable. "
         f'<span class="provisional" title="{PROVISIONAL_TITLE}">?</span> provisional. '
         f'Events: the bot\'s page in each event, with its games there.</p>',
         "</section>",
