@@ -25,6 +25,7 @@ import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,8 +162,8 @@ class Board:
             player.place_sum += int(place)
             count, href = player.events.get(slug, (0, ""))
             player.events[slug] = (count + 1, href)
-            keys.append(player.key)
-        self.scores.append(GameScores(f"{slug}/{game.unit}", tuple(keys),
+            keys.append(sys.intern(player.key))  # one string a bot, not one a game
+        self.scores.append(GameScores(sys.intern(f"{slug}/{game.unit}"), tuple(keys),
                                       tuple(float(t) for t in record["totals"])))
 
 
