@@ -1,7 +1,8 @@
 """``arena publish DIR DIR ... --out SITE``: one site of several events.
 
 Three small real events with built-in bots are run once per module: a Wizard tournament
-(4 bots, 4 games), a Trumps tournament (3 seats, 3 games) and a Wizard league (5 bots,
+(4 bots, 4 games), a Trumps tournament (3 seats, 3 games; a bot's name full of HTML's
+special characters) and a Wizard league (5 bots,
 8 games: two sets), two of whose bots share their names with the Wizard tournament's.
 They are published together, and each alone, with the same ``SOURCE_DATE_EPOCH``. The
 index is checked against the stores (dates, order, counts, status), each event's site
@@ -73,7 +74,7 @@ spec = "heuristic"
 name = "random"
 spec = "random"
 [[bots]]
-name = "heuristic-b"
+name = "odd </script> & \\"co\\" <b>"
 spec = "heuristic"
 """
 LEAGUE = """name = "Wizard League"
@@ -316,9 +317,14 @@ def test_the_wizard_board_pools_the_tournament_and_the_league(built: Built) -> N
 
 
 def test_the_trumps_board_holds_only_the_trumps_event(built: Built) -> None:
-    board, _ = _board(built, "trumps-3p")
+    board, page = _board(built, "trumps-3p")
     trumps = built.events["trumps_night"]
     assert board["games"] == trumps.games
+    odd = 'odd </script> & "co" <b>'
+    assert odd in trumps.results  # escaped in the page, and read back as it is
+    assert {r.attrs["data-bot"] for r in page.by_id("board").rows()} == set(trumps.results)
+    cells = [c for r in page.by_id("board").rows() for c in r.find_all("td", data_col="bot")]
+    assert any(c.attrs["data-value"] == odd and c.text().startswith(odd) for c in cells)
     assert [e["event"] for e in board["events"]] == ["trumps_night"]
     assert {b["name"]: b["games"] for b in board["bots"]} == dict(trumps.results)
     assert sorted(p.name for p in (built.site / "boards").iterdir()) == [
