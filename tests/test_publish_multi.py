@@ -2,13 +2,14 @@
 
 Three small real events with built-in bots are run once per module: a Wizard tournament
 (4 bots, 4 games), a Trumps tournament (3 seats, 3 games; a bot's name full of HTML's
-special characters) and a Wizard league (5 bots,
-8 games: two sets), two of whose bots share their names with the Wizard tournament's.
+special characters) and a Wizard league (5 bots, 8 games: two sets), two of whose bots
+share their names with the Wizard tournament's.
 They are published together, and each alone, with the same ``SOURCE_DATE_EPOCH``. The
 index is checked against the stores (dates, order, counts, status), each event's site
 against its own single site (the same files, but for the link up), the boards against
 the stores' results (which bots, games that add up), every link, the HTML (html5lib
-strict and the Nu checker), and the one-line refusals.
+strict and the Nu checker), the one-line refusals, and a closed season's status (on a
+copy of the league).
 """
 
 from __future__ import annotations
@@ -457,3 +458,18 @@ def test_a_site_inside_a_store_folder_is_refused(built: Built,
     err = capsys.readouterr().err
     assert err.strip() == (f"{trumps.resolve()}: the site folder must not hold the "
                            "tournament; choose another --out")
+
+
+def test_a_closed_season_reads_closed_on_the_index(built: Built) -> None:
+    """A copy of the league, its season closed, published with the Wizard tournament."""
+    folder = built.tmp / "closed"
+    if not folder.exists():
+        folder.mkdir()
+        (folder / "league.toml").write_text(LEAGUE)
+        shutil.copytree(built.events["wizard_league"].folder, folder / "league-out")
+        assert main(["league", "close", str(folder / "league.toml")]) == 0
+    site = folder / "site"
+    assert main(["publish", str(built.events["autumn_cup"].folder),
+                 str(folder / "league-out"), "--out", str(site), "--resamples", "5"]) == 0
+    status = {e["slug"]: e["status"] for e in _json(site / "data" / "events.json")["events"]}
+    assert status == {"autumn_cup": "finished", "wizard_league": "season 1 closed"}
