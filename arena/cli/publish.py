@@ -13,12 +13,17 @@ from typing import Any
 def add_publish_parser(subparsers: Any) -> None:
     """Add ``publish`` to ``subparsers`` (the result of argparse's add_subparsers())."""
     p = subparsers.add_parser(
-        "publish", help="write a tournament's static web site",
-        description="Write a self-contained static site for the tournament in DIR: the "
-                    "leaderboard with charts, a page per bot, the games with a replay of each, "
-                    "the tournament statement and the raw records. It works from file:// "
-                    "and from any static web host.")
-    p.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
+        "publish", help="write a tournament's or a league's static web site",
+        description="Write a self-contained static site for the tournament or league in "
+                    "DIR: the leaderboard with charts, a page per bot, the games with a "
+                    "replay of each, the tournament statement and the raw records. Given "
+                    "several DIRs, one site: a dated index of the events, each event's own "
+                    "site under events/, and a board per game and table size ranking every "
+                    "bot over the events. It works from file:// and from any static web "
+                    "host.")
+    p.add_argument("folders", type=Path, nargs="+", metavar="DIR",
+                   help="a tournament's or league's output folder (several: one site of "
+                        "them all)")
     p.add_argument("--out", type=Path, metavar="SITE", required=True,
                    help="the site folder (created; an earlier site there is replaced)")
     p.add_argument("--resamples", type=int, metavar="N",
@@ -46,11 +51,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from arena.publish.build import PublishError, publish
     from arena.tournament.store import Store, StoreError
 
-    folder: Path = args.folder
-    if not folder.is_dir() or not Store.exists(folder):
-        return _usage(f"{folder}: no tournament here")
+    folders: list[Path] = args.folders
     if args.resamples is not None and args.resamples < 1:
         return _usage("arena publish: --resamples must be positive")
+    if len(folders) > 1:
+        return _publish_many(folders, args)
+    folder = folders[0]
+    if not folder.is_dir() or not Store.exists(folder):
+        return _usage(f"{folder}: no tournament here")
     start = time.perf_counter()
     try:
         summary = publish(folder, args.out, resamples=args.resamples)
@@ -61,6 +69,27 @@ def cmd_publish(args: argparse.Namespace) -> int:
         return 1
     seconds = time.perf_counter() - start
     print(f"published {summary.games} games and {summary.bots} bots to {summary.site} "
+          f"({summary.size / 1e6:.1f} MB, {seconds:.1f} s); open "
+          f"{summary.site / 'index.html'} or run: arena serve {args.out}")
+    return 0
+
+
+def _publish_many(folders: list[Path], args: argparse.Namespace) -> int:
+    from arena.publish.build import PublishError
+    from arena.publish.multi import publish_many
+    from arena.tournament.store import StoreError
+
+    start = time.perf_counter()
+    try:
+        summary = publish_many(folders, args.out, resamples=args.resamples)
+    except (PublishError, StoreError) as e:
+        return _usage(str(e))
+    except OSError as e:
+        print(f"arena publish: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - start
+    print(f"published {summary.events} events ({summary.games} games) and "
+          f"{summary.boards} board{'s' if summary.boards != 1 else ''} to {summary.site} "
           f"({summary.size / 1e6:.1f} MB, {seconds:.1f} s); open "
           f"{summary.site / 'index.html'} or run: arena serve {args.out}")
     return 0

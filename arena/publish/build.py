@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -72,6 +72,29 @@ layout before game pages had folders of their own too)."""
 _SITE_DIRS = ("games", "bots", "data", "assets")
 _SITE_SUBDIRS = re.compile(r"games/([0-9a-f]{2}|list)")
 
+_EVENTS_FILE = re.compile(r"boards/[^/]+\.html|data/events\.(json|csv)"
+                          r"|data/boards/[^/]+\.(json|csv)")
+"""The files of a site of several events (:mod:`arena.publish.multi`) besides those of
+the single sites in ``events/SLUG/``."""
+
+_EVENTS_DIRS = re.compile(r"events(/[^/]+)?|boards|data/boards")
+_EVENT_PREFIX = re.compile(r"events/[^/]+/")
+
+
+def _site_path(rel: str, folder: bool) -> bool:
+    """Whether ``rel`` (a path relative to a site) is one a publish writes."""
+    if folder:
+        if rel in _SITE_DIRS or _SITE_SUBDIRS.fullmatch(rel) or _EVENTS_DIRS.fullmatch(rel):
+            return True
+    elif _SITE_FILE.fullmatch(rel) or _EVENTS_FILE.fullmatch(rel):
+        return True
+    inner = _EVENT_PREFIX.match(rel)  # an event's own site, as a single site is
+    if inner is None:
+        return False
+    rest = rel[inner.end():]
+    return bool(rest in _SITE_DIRS or _SITE_SUBDIRS.fullmatch(rest)) if folder else bool(
+        _SITE_FILE.fullmatch(rest))
+
 
 class PublishError(Exception):
     """The site cannot be built where asked (one line, for the command line)."""
@@ -100,18 +123,7 @@ def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        with Store.open_readonly(folder) as store:
-            meta = store.meta()
-            registered = store.bots()
-            total = store.count_done()
-            names = [str(b["name"]) for b in registered]
-            site = Site(staging, meta, Slugs(names), total)
-            if resamples is None:  # as the tournament's own leaderboard was built
-                stored = meta.get("resamples", "")
-                resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
-            lb = build_leaderboard(site.tap(store.iter_games()), meta, registered,
-                                   resamples=resamples)
-        site.finish(lb, registered)
+        event = build_event(folder, staging, resamples)
         write_marker(staging, "site")
         os.chmod(staging, 0o755)  # mkdtemp makes the folder private; a site is public
         size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
@@ -119,7 +131,44 @@ def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Summary(out, len(site.rows), len(lb["bots"]), size)
+    return Summary(out, len(event.site.rows), len(event.leaderboard["bots"]), size)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What :func:`build_event` read and wrote: the site (its game rows, bot slugs and
+    dates), the leaderboard and the store's metadata and bots."""
+
+    site: Site
+    leaderboard: dict[str, Any]
+    meta: dict[str, str]
+    registered: list[dict[str, Any]]
+    total: int
+    """The finished games the store holds."""
+
+
+def build_event(folder: Path, dest: Path, resamples: int | None = None, *,
+                up: str | None = None,
+                counted: Callable[[Iterator[StoredGame]], Iterator[StoredGame]] | None = None,
+                ) -> Event:
+    """Write the site of the store in ``folder`` into the empty folder ``dest`` (no
+    marker), reading the store once, read-only. ``up``: the index of all events, from
+    ``dest`` (an event of a site of several); ``counted`` sees the games on their way
+    into the leaderboard (after their pages are written)."""
+    with Store.open_readonly(folder) as store:
+        meta = store.meta()
+        registered = store.bots()
+        total = store.count_done()
+        names = [str(b["name"]) for b in registered]
+        site = Site(dest, meta, Slugs(names), total, up=up)
+        if resamples is None:  # as the tournament's own leaderboard was built
+            stored = meta.get("resamples", "")
+            resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
+        games = site.tap(store.iter_games())
+        lb = build_leaderboard(games if counted is None else counted(games), meta,
+                               registered, resamples=resamples)
+    site.finish(lb, registered)
+    return Event(site, lb, meta, registered, total)
 
 
 def _check_target(folder: Path, out: Path) -> None:
@@ -150,9 +199,7 @@ def _not_a_site(out: Path) -> str | None:
         for name in sorted(dirs) + sorted(files):
             path = Path(root, name)
             rel = path.relative_to(out).as_posix()
-            known = ((rel in _SITE_DIRS or _SITE_SUBDIRS.fullmatch(rel)) if name in dirs
-                     else _SITE_FILE.fullmatch(rel))
-            if path.is_symlink() or not known:
+            if path.is_symlink() or not _site_path(rel, name in dirs):
                 return f"{rel} is not a site file"
     return None
 
@@ -192,8 +239,9 @@ class Site:
     the end."""
 
     def __init__(self, folder: Path, meta: Mapping[str, str], slugs: Slugs,
-                 total: int, published: float | None = None) -> None:
+                 total: int, published: float | None = None, up: str | None = None) -> None:
         self.dir = folder
+        self.up = up
         self.meta = meta
         self.slugs = slugs
         self.total = total

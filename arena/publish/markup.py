@@ -66,6 +66,9 @@ DATA_FILE = "data/games.jsonl.gz"
 """Every record of the site, one JSON line each, gzip-compressed (``arena verify`` reads
 it as it is)."""
 
+DATA_LINKS = (("data/leaderboard.json", "leaderboard.json"), (DATA_FILE, "games.jsonl.gz"))
+"""The data files an event's pages link in their footer."""
+
 LIST_ROWS = 1000
 """Games per page of the games list: ``games.html`` holds the first, ``games/list/N.html``
 the N-th."""
@@ -155,13 +158,19 @@ def when_range(first: float, last: float) -> str:
 
 def page(title: str, root: str, body: str, current: str = "", site_name: str = "",
          scripts: Sequence[str] = ("site.js",), description: str = "",
-         published: float | None = None) -> str:
+         published: float | None = None, *, up: str | None = None,
+         links: Sequence[tuple[str, str]] = NAV,
+         data: Sequence[tuple[str, str]] = DATA_LINKS) -> str:
     """A whole HTML page: head, the site header with its nav, ``body`` in ``<main>``, the
     footer (with the time of publication, if given) and the scripts (deferred, from
-    ``assets/``)."""
+    ``assets/``). ``up``: the index of all events, from the site's root, for an event's
+    site inside a site of several (:mod:`arena.publish.multi`); ``links`` and ``data``:
+    the nav's and the footer's links (paths from the root, and their labels)."""
     here = ' aria-current="page"'
-    nav = "".join(f'<a href="{root}{href}"{here if href == current else ""}>{label}</a>'
-                  for href, label in NAV)
+    nav = (f'<a href="{esc(root + up)}" rel="up">All events</a>' if up else "") + "".join(
+        f'<a href="{root}{href}"{here if href == current else ""}>{label}</a>'
+        for href, label in links)
+    footer = " · ".join(f'<a href="{root}{href}">{label}</a>' for href, label in data)
     script_tags = "".join(f'<script src="{root}assets/{s}" defer></script>' for s in scripts)
     meta_desc = (f'<meta name="description" content="{esc(description)}">\n'
                  if description else "")
@@ -180,8 +189,7 @@ def page(title: str, root: str, body: str, current: str = "", site_name: str = "
         f'<main class="wrap">\n{body}\n</main>\n'
         f'<footer class="wrap">Published by trick-arena {esc(__version__)}'
         + (f" on {when(published)}" if published is not None else "") + " · "
-        f'<a href="{root}data/leaderboard.json">leaderboard.json</a> · '
-        f'<a href="{root}{DATA_FILE}">games.jsonl.gz</a></footer>\n'
+        f"{footer}</footer>\n"
         "</body>\n</html>\n")
 
 

@@ -59,6 +59,9 @@ class SiteContext(Protocol):
     """When the site is published (Unix seconds)."""
     played: tuple[float, float] | None
     """When the first game started and the last ended (Unix seconds; None: no games)."""
+    up: str | None
+    """The index of all events from the site's root, for an event's site inside a site of
+    several (None: a site of its own)."""
 
 PROVISIONAL_TITLE = ("provisional: fewer than 20 games, or a 95% interval wider than "
                      "±100 Elo")
@@ -285,7 +288,7 @@ def index_page(lb: Mapping[str, Any], site: SiteContext) -> str:
         charts_section(lb),
     ]
     return page(f"{site.name}: leaderboard", "", "\n".join(body), "index.html", site.name,
-                description=f"Leaderboard of {site.name}", published=site.published)
+                description=f"Leaderboard of {site.name}", published=site.published, up=site.up)
 
 
 def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, author: str) -> str:
@@ -399,7 +402,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         "</section>",
     ]
     return page(f"{name}: {site.name}", root, "\n".join(body), "", site.name,
-                description=f"{name} in {site.name}", published=site.published)
+                description=f"{name} in {site.name}", published=site.published, up=site.up)
 
 
 def list_pages(count: int) -> int:
@@ -492,7 +495,7 @@ def games_page(lb: Mapping[str, Any], site: SiteContext, page_no: int = 1) -> st
     ]
     title = "Games" if pages == 1 else f"Games, page {page_no} of {pages}"
     return page(f"{title}: {site.name}", root, "\n".join(body), "games.html", site.name,
-                description=f"The games of {site.name}", published=site.published)
+                description=f"The games of {site.name}", published=site.published, up=site.up)
 
 
 def game_page(game: StoredGame, site: SiteContext, previous: str | None, following: str | None,
@@ -556,10 +559,10 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
         f'<script type="application/json" id="record">{script_json(record)}</script>',
     ]
     return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,
-                scripts=("site.js", "replay.js"), published=site.published)
+                scripts=("site.js", "replay.js"), published=site.published, up=site.up)
 
 
-def _scheduled(meta: Mapping[str, str]) -> int | None:
+def scheduled_games(meta: Mapping[str, str]) -> int | None:
     """How many games the schedule has (None if the store does not say)."""
     try:
         per_bot = meta.get("tables_per_bot")
@@ -578,7 +581,7 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
     rating = lb.get("rating") or {}
     options = dict(lb.get("options") or {})
     played = {b["name"]: b for b in lb["bots"]}
-    scheduled = _scheduled(meta)
+    scheduled = scheduled_games(meta)
     n_tables = len({r.table_no for r in site.rows})
     seed = lb.get("seed")
     commitment = lb.get("seed_commitment")
@@ -716,4 +719,5 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         "</section>",
     ]
     return page(f"The tournament: {site.name}", "", "\n".join(body), "tournament.html",
-                site.name, description=f"How {site.name} was run", published=site.published)
+                site.name, description=f"How {site.name} was run", published=site.published,
+                up=site.up)
