@@ -8,8 +8,10 @@ true top 3 is the ranking's top 3 in at least 95% (and 90%) of the runs, and eac
 ratio to random (random / scheduler: above 1 means fewer games than random).
 
 The default run is short (50 and 200 bots, few runs, a minute or two on two busy
-cores); ``ARENA_BENCH_LEAGUE=full`` gives the table of ``docs/league.md`` (20 runs at 50
-bots, 10 at 200, longer horizons; about half an hour). Every run is seeded: the same
+cores), at the ``model`` noise level, and the time of one scheduling decision;
+``ARENA_BENCH_LEAGUE=full`` longer (20 runs at 50 bots, 10 at 200, longer horizons; about
+half an hour). The tables of ``docs/league.md``, at every noise level, come from
+``python -m benchmarks.league`` (below). Every run is seeded: the same
 settings give the same figures.
 
 Then the live ratings at 200 bots (and 2 house bots) after 100,000 games: the time of one
