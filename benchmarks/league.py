@@ -8,8 +8,10 @@ true top 3 is the ranking's top 3 in at least 95% (and 90%) of the runs, and eac
 ratio to random (random / scheduler: above 1 means fewer games than random).
 
 The default run is short (50 and 200 bots, few runs, a minute or two on two busy
-cores); ``ARENA_BENCH_LEAGUE=full`` gives the table of ``docs/league.md`` (20 runs at 50
-bots, 10 at 200, longer horizons; about half an hour). Every run is seeded: the same
+cores), at the ``model`` noise level, and the time of one scheduling decision;
+``ARENA_BENCH_LEAGUE=full`` longer (20 runs at 50 bots, 10 at 200, longer horizons; about
+half an hour). The tables of ``docs/league.md``, at every noise level, come from
+``python -m benchmarks.league`` (below). Every run is seeded: the same
 settings give the same figures.
 
 Then the live ratings at 200 bots (and 2 house bots) after 100,000 games: the time of one
@@ -17,14 +19,22 @@ Then the live ratings at 200 bots (and 2 house bots) after 100,000 games: the ti
 Newton step (every ``refresh_every`` games), and the two together per game; medians. The
 same for ``openskill``'s Plackett-Luce ``rate`` where that package is installed (it is not
 a dependency: ``docs/league.md`` says why).
+
+``python -m benchmarks.league`` runs the simulation alone, with its settings on the
+command line (``--help``): the noise level (``--level wizard|model|trumps``, or
+``--luck``/``--noise``), the sizes, the runs, the horizon, the matchmaking's options; and
+the time of one scheduling decision. ``docs/league.md`` has the commands of its tables.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import os
+import random
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -33,6 +43,7 @@ import numpy as np
 
 from arena.league import sim
 from arena.league.live import LiveRatings
+from arena.league.matchmaking import BotState, choose_tables
 from arena.league.sim import SCHEDULERS, Model, Summary, summarise
 from arena.stats.ratings import GameScores
 from benchmarks import Settings
@@ -50,13 +61,25 @@ class Size:
 
 SHORT = (Size(50, 6, 3000), Size(200, 3, 8000))
 FULL = (Size(50, 20, 8000), Size(200, 10, 16000))
+LEVELS: dict[str, tuple[float, float]] = {
+    "wizard": (0.23, 0.74),
+    "model": (1.5, 1.0),
+    "trumps": (1.5, 1.7),
+}
+"""Noise levels (luck_sd, noise_sd), skills N(0, 1). ``trumps`` and ``wizard`` are
+calibrated on real games (``docs/league.md``): ``trumps`` takes the gap between
+``heuristic`` and ``random`` for one standard deviation of the field, and its luck and
+play noise from the same 500 duplicate sets; ``wizard`` takes ``pimc``'s gap over
+``heuristic`` (+265 Elo) for one standard deviation (``heuristic`` beats ``random`` in
+every comparison there), with Wizard's measured ratio of luck to play noise. ``model``
+is the simulation's default (``Model``)."""
 LIVE_BOTS = 200
 LIVE_GAMES = 100_000
 
 
 def _ratio(random_games: float | None, games: float | None, horizon: int) -> str:
     """random / scheduler; a bound where random did not get there within the horizon."""
-    if games is None:
+    if games is None or horizon <= 0:
         return "-"
     if random_games is None:
         return f"> {horizon / games:.2f}x"
@@ -67,38 +90,65 @@ def _show(value: float | None, horizon: int) -> str:
     return f"{value:.0f}" if value is not None else f"> {horizon}"
 
 
-def simulate(out: TextIO, sizes: tuple[Size, ...]) -> dict[str, Any]:
+def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: float = 1.0,
+             options: dict[str, float] | None = None,
+             schedulers: tuple[str, ...] = SCHEDULERS) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for size in sizes:
-        model = Model(bots=size.bots)
+        model = Model(bots=size.bots, luck_sd=luck, noise_sd=noise)
         summaries: dict[str, Summary] = {}
         seconds: dict[str, float] = {}
-        for scheduler in SCHEDULERS:
+        trajectories: dict[str, list[sim.Trajectory]] = {}
+        for scheduler in schedulers:
             start = time.perf_counter()
-            runs = [sim.run(model, scheduler, seed, size.max_games)
+            runs = [sim.run(model, scheduler, seed, size.max_games, options)
                     for seed in range(size.runs)]
             seconds[scheduler] = time.perf_counter() - start
             summaries[scheduler] = summarise(scheduler, runs)
-        base = summaries["random"]
-        print(f"{size.bots} bots + {model.house} house, {model.seats} seats, {size.runs} "
-              f"runs of {size.max_games} games:", file=out)
+            trajectories[scheduler] = runs
+        base = summaries.get("random", Summary("random", 0, None, None, None, 0))
+        print(f"{size.bots} bots + {model.house} house, {model.seats} seats, luck {luck}, "
+              f"noise {noise}, {size.runs} runs (seeds 0-{size.runs - 1}) of "
+              f"{size.max_games} games, matchmaking options {options or {}}:", file=out)
         print("| scheduler | games to tau >= 0.9 (median) | vs random | games to top 3 "
               "(95% of runs) | vs random | (90% of runs) | vs random | s |", file=out)
         print("|---|---:|---:|---:|---:|---:|---:|---:|", file=out)
+        horizon = size.max_games if base.runs else 0  # no random runs: no ratio
         for scheduler, s in summaries.items():
             print(f"| {scheduler} | {_show(s.games_to_tau, size.max_games)} | "
-                  f"{_ratio(base.games_to_tau, s.games_to_tau, size.max_games)} | "
+                  f"{_ratio(base.games_to_tau, s.games_to_tau, horizon)} | "
                   f"{_show(s.games_to_top3, size.max_games)} | "
-                  f"{_ratio(base.games_to_top3, s.games_to_top3, size.max_games)} | "
+                  f"{_ratio(base.games_to_top3, s.games_to_top3, horizon)} | "
                   f"{_show(s.games_to_top3_90, size.max_games)} | "
-                  f"{_ratio(base.games_to_top3_90, s.games_to_top3_90, size.max_games)} | "
+                  f"{_ratio(base.games_to_top3_90, s.games_to_top3_90, horizon)} | "
                   f"{seconds[scheduler]:.0f} |", file=out, flush=True)
+        for scheduler in summaries:
+            print(f"{scheduler}: games to tau >= 0.9 by seed: "
+                  f"{[r.games_to_tau(0.9) for r in trajectories[scheduler]]}", file=out)
         figures[str(size.bots)] = {
             scheduler: {"games_to_tau": s.games_to_tau, "games_to_top3": s.games_to_top3,
                         "games_to_top3_90": s.games_to_top3_90, "unfinished": s.unfinished,
                         "runs": s.runs, "max_games": size.max_games}
             for scheduler, s in summaries.items()}
     return figures
+
+
+def decision_ms(bots: int, repeat: int = 15) -> float:
+    """The median time of one scheduling decision (one table, as the league asks) for a
+    field of ``bots`` rated bots and 2 house bots, ratings and standard errors as in a
+    league under way."""
+    rng = random.Random(bots)
+    active = [BotState(f"b{i:03d}", rng.gauss(1500.0, 120.0), rng.uniform(20.0, 60.0), 40)
+              for i in range(bots)]
+    house = [BotState("h0", 1450.0, 0.0, 100), BotState("h1", 1550.0, 0.0, 100)]
+    met = {(a.name, b.name): rng.randrange(3) for a in active[:60] for b in active[:60]
+           if a.name < b.name}
+    times = []
+    for k in range(repeat):
+        t0 = time.perf_counter()
+        choose_tables(active, house, met, 4, 1, seed=k)
+        times.append(time.perf_counter() - t0)
+    return _median_ms(times)
 
 
 def _games(count: int, bots: int, seed: int) -> list[GameScores]:
@@ -176,5 +226,49 @@ def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
 def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     full = os.environ.get("ARENA_BENCH_LEAGUE", "") == "full"
     figures = simulate(out, FULL if full else SHORT)
-    return {"simulation": figures, "full": full,
+    decisions = {str(bots): decision_ms(bots) for bots in (50, 200)}
+    print(f"one scheduling decision (median): {decisions['50']} ms at 50 bots, "
+          f"{decisions['200']} ms at 200", file=out)
+    return {"simulation": figures, "full": full, "decision_ms": decisions,
             "live": live_update(out, max(1, settings.repeat))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.league",
+        description="the league simulation: games to tau >= 0.9 and to a right top 3, "
+                    "matchmaking vs random vs balanced, at a chosen noise level")
+    parser.add_argument("--level", choices=sorted(LEVELS), default="model",
+                        help="a noise level (default model): " + ", ".join(
+                            f"{k} = luck {v[0]}, noise {v[1]}" for k, v in LEVELS.items()))
+    parser.add_argument("--luck", type=float, help="the luck's sd (over --level)")
+    parser.add_argument("--noise", type=float, help="the play noise's sd (over --level)")
+    parser.add_argument("--bots", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--runs", type=int, nargs="+", default=[20, 10],
+                        help="runs per size (seeds 0..runs-1), one number or one per size")
+    parser.add_argument("--games-per-bot", type=int, default=80,
+                        help="the horizon: games a run plays, per ranked bot (default 80)")
+    parser.add_argument("--schedulers", nargs="+", choices=SCHEDULERS,
+                        default=list(SCHEDULERS))
+    parser.add_argument("--top-weight", type=float, help="the matchmaking's top_weight")
+    parser.add_argument("--timing", action="store_true",
+                        help="only the time of one scheduling decision at 50, 200, 500 bots")
+    args = parser.parse_args(argv)
+    if args.timing:
+        for bots in (50, 200, 500):
+            print(f"one scheduling decision, {bots} bots + 2 house: {decision_ms(bots)} ms "
+                  "(median of 15)", flush=True)
+        return 0
+    luck, noise = LEVELS[args.level]
+    luck = args.luck if args.luck is not None else luck
+    noise = args.noise if args.noise is not None else noise
+    runs = args.runs if len(args.runs) == len(args.bots) else [args.runs[0]] * len(args.bots)
+    sizes = tuple(Size(b, r, b * args.games_per_bot) for b, r in zip(args.bots, runs,
+                                                                       strict=True))
+    options = {"top_weight": args.top_weight} if args.top_weight is not None else None
+    simulate(sys.stdout, sizes, luck, noise, options, tuple(args.schedulers))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

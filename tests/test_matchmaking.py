@@ -179,3 +179,38 @@ def test_matchmaking_ranks_better_than_random_tables_at_the_same_games() -> None
 
     taus = {s: mean(tau_at(r, 700) for r in rs) for s, rs in runs.items()}
     assert taus["matchmaking"] > taus["random"] - 0.01
+
+
+def test_a_pair_whose_order_is_in_doubt_is_preferred_to_a_settled_pair() -> None:
+    # two pairs of equally uncertain bots: b04-b05 are 10 Elo apart (their order is in
+    # doubt), b18-b19 are 300 apart and 400 from the next (settled); the rest of the field
+    # is settled too
+    bots = [BotState(f"b{i:02d}", 1000.0 + 100.0 * i, 3.0, 400) for i in range(20)]
+    bots[4] = BotState("b04", 1400.0, 60.0, 400)
+    bots[5] = BotState("b05", 1410.0, 60.0, 400)
+    bots[18] = BotState("b18", 3100.0, 60.0, 400)
+    bots[19] = BotState("b19", 3400.0, 60.0, 400)
+    first = choose_tables(bots, [], {}, 4, 1, seed=0, top_weight=0.0)[0]
+    assert first.reason["rule"] == "uncertain"
+    assert {"b04", "b05"} <= set(first.table)
+    assert not {"b18", "b19"} & set(first.table)
+
+
+def test_the_error_function_is_close_to_maths() -> None:
+    import math
+
+    import numpy as np
+
+    from arena.league.matchmaking import _erf
+    x = np.linspace(-7.0, 7.0, 20001)
+    exact = np.array([math.erf(v) for v in x])
+    assert float(np.abs(_erf(x) - exact).max()) < 2e-7
+
+
+def test_the_simulation_passes_the_matchmaking_options_and_is_seeded() -> None:
+    model = Model(bots=16, luck_sd=0.5, noise_sd=0.5)
+    a = run(model, "matchmaking", 3, 300, {"top_weight": 0.0})
+    assert a == run(model, "matchmaking", 3, 300, {"top_weight": 0.0})
+    # every table "new" until each bot has a million games: a different schedule
+    b = run(model, "matchmaking", 3, 300, {"new_games": 10**6})
+    assert a != b

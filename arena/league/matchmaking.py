@@ -96,8 +96,13 @@ def _phi(x: Array) -> Array:
 
 
 def _erf(x: Array) -> Array:
-    """The error function, vectorised (math.erf elementwise; numpy has none)."""
-    return np.asarray(np.vectorize(math.erf, otypes=[np.float64])(x), dtype=np.float64)
+    """The error function, vectorised (numpy has none): Abramowitz and Stegun 7.1.26,
+    within 1.5e-7 of it everywhere, and pure numpy, so 200 x 200 of it is quick."""
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
+        -1.453152027 + t * 1.061405429))))
+    return np.asarray(np.sign(x) * (1.0 - poly * np.exp(-a * a)), dtype=np.float64)
 
 
 def choose_tables(active: Sequence[BotState], house: Sequence[BotState],

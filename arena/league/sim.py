@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -148,7 +149,11 @@ Scheduler = Callable[[World, int, random.Random], list[list[int]]]
 """Picks ``count`` tables (bot indices in cyclic order) for the next round."""
 
 
-def matchmaking_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
+def matchmaking_tables(world: World, count: int, rng: random.Random,
+                       options: Mapping[str, float] | None = None) -> list[list[int]]:
+    """The matchmaking's tables; ``options``: keyword arguments of
+    :func:`arena.league.matchmaking.choose_tables` (``top_weight``, ...)."""
+    kwargs: dict[str, Any] = dict(options or {})
     ratings = world.live.ratings()
     index = {name: i for i, name in enumerate(world.names)}
 
@@ -157,7 +162,7 @@ def matchmaking_tables(world: World, count: int, rng: random.Random) -> list[lis
         return BotState(name, r.elo, r.sigma, int(world.games[index[name]]))
 
     choices = choose_tables([state(n) for n in world.ranked], [state(n) for n in world.house],
-                            world.met, world.model.seats, count, seed=rng)
+                            world.met, world.model.seats, count, seed=rng, **kwargs)
     return [[index[name] for name in c.table] for c in choices]
 
 
@@ -210,10 +215,12 @@ class Trajectory:
                     None)
 
 
-def run(model: Model, scheduler: str, seed: int, max_games: int) -> Trajectory:
+def run(model: Model, scheduler: str, seed: int, max_games: int,
+        options: Mapping[str, float] | None = None) -> Trajectory:
     """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
-    more). Every run plays to the same horizon: stopping a run once it looks right would
-    count its lucky rounds as right for good."""
+    more); ``options`` go to the matchmaking (:func:`matchmaking_tables`). Every run plays
+    to the same horizon: stopping a run once it looks right would count its lucky rounds
+    as right for good."""
     world = new_world(model, seed)
     rng = random.Random(seed * 7919 + SCHEDULERS.index(scheduler))
     per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
@@ -230,7 +237,7 @@ def run(model: Model, scheduler: str, seed: int, max_games: int) -> Trajectory:
     tops: list[bool] = []
     while world.played < max_games:
         if scheduler == "matchmaking":
-            tables = matchmaking_tables(world, per_round, rng)
+            tables = matchmaking_tables(world, per_round, rng, options)
         elif scheduler == "random":
             tables = random_tables(world, per_round, rng)
         else:
