@@ -4,8 +4,9 @@
 stream past on their way into :func:`~arena.report.board.build_leaderboard`, each one
 is written out as its replay page (``games/XY/ID.html``, 256 folders) and as a line of
 ``data/games.jsonl.gz``, and only a few
-numbers per game are kept (for the games list and the bots' fault tables), so the time
-grows linearly with the games and the memory by about a hundred bytes a game. Then the
+numbers per game are kept (for the games list, packed by :class:`~arena.publish.rows.GameRows`,
+and the bots' fault tables), so the time grows linearly with the games and the memory
+by a few hundred bytes a game (docs/publishing.md has the figures). Then the
 leaderboard, bot, games-list (:data:`~arena.publish.markup.LIST_ROWS` games a page) and
 tournament pages are written, with their charts drawn as SVG here (see
 :mod:`arena.publish.charts`). The site is built in a temporary folder beside SITE and
@@ -46,6 +47,7 @@ from arena.publish.pages import (
     list_pages,
     tournament_page,
 )
+from arena.publish.rows import GameRows
 from arena.report.board import (
     build_leaderboard,
 )
@@ -202,7 +204,7 @@ class Site:
         self.played: tuple[float, float] | None = None
         """When the first stored game started and the last one ended (None: no games)."""
         self.name = meta.get("name") or "Tournament"
-        self.rows: list[GameRow] = []
+        self.rows = GameRows()
         self.faults: dict[str, list[FaultRow]] = {}
         self._pending: StoredGame | None = None
         self._previous: str | None = None
