@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "fairness": "benchmarks.fairness",
     "league": "benchmarks.league",
     "store": "benchmarks.store",
+    "publish_memory": "benchmarks.publish_memory",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

@@ -4,8 +4,9 @@
 stream past on their way into :func:`~arena.report.board.build_leaderboard`, each one
 is written out as its replay page (``games/XY/ID.html``, 256 folders) and as a line of
 ``data/games.jsonl.gz``, and only a few
-numbers per game are kept (for the games list and the bots' fault tables), so the time
-grows linearly with the games and the memory by about a hundred bytes a game. Then the
+numbers per game are kept (for the games list, packed by :class:`~arena.publish.rows.GameRows`,
+and the bots' fault tables), so the time grows linearly with the games and the memory
+by a few hundred bytes a game (docs/publishing.md has the figures). Then the
 leaderboard, bot, games-list (:data:`~arena.publish.markup.LIST_ROWS` games a page) and
 tournament pages are written, with their charts drawn as SVG here (see
 :mod:`arena.publish.charts`). The site is built in a temporary folder beside SITE and
@@ -46,6 +47,7 @@ from arena.publish.pages import (
     list_pages,
     tournament_page,
 )
+from arena.publish.rows import GameRows
 from arena.report.board import (
     build_leaderboard,
 )
@@ -126,7 +128,7 @@ def publish(folder: Path, out: Path, resamples: int | None = None) -> Summary:
         event = build_event(folder, staging, resamples)
         write_marker(staging, "site")
         os.chmod(staging, 0o755)  # mkdtemp makes the folder private; a site is public
-        size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+        size = _size(staging)
         _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -169,6 +171,18 @@ def build_event(folder: Path, dest: Path, resamples: int | None = None, *,
                                registered, resamples=resamples)
     site.finish(lb, registered)
     return Event(site, lb, meta, registered, total)
+
+
+def _size(folder: Path) -> int:
+    """Total bytes of the files under ``folder``, read a folder at a time (``rglob`` keeps
+    every path it has yielded: 100,000 game pages' worth of memory)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.isfile(path):
+                total += os.path.getsize(path)
+    return total
 
 
 def _check_target(folder: Path, out: Path) -> None:
@@ -250,7 +264,7 @@ class Site:
         self.played: tuple[float, float] | None = None
         """When the first stored game started and the last one ended (None: no games)."""
         self.name = meta.get("name") or "Tournament"
-        self.rows: list[GameRow] = []
+        self.rows = GameRows()
         self.faults: dict[str, list[FaultRow]] = {}
         self._pending: StoredGame | None = None
         self._previous: str | None = None

@@ -220,6 +220,11 @@ def _thin(xs: Sequence[float], ys: Sequence[float | None]) -> list[tuple[float, 
     return [(xs[i], ys[i]) for i in picks]
 
 
+def _bounds(values: Sequence[float]) -> tuple[float, ...]:
+    """The lowest and highest of ``values`` (none when empty)."""
+    return (min(values), max(values)) if values else ()
+
+
 def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
                x_label: str, y_label: str, y_range: tuple[float, float] | None = None,
                y_suffix: str = "", reference: float | None = None, markers: bool = False,
@@ -244,10 +249,16 @@ def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
         right = width - label_w - 44
         bottom = max(260.0, top + 20 * len(series) + 10)
         height = bottom + 48
-    points = [[(x, y) for x, y in zip(s.xs or range(1, len(s.values) + 1), s.values,
-                                         strict=True)] for s in series]
-    all_x = [x for pts in points for x, _ in pts]
-    all_y = [y for pts in points for _, y in pts if y is not None]
+    # The points are read where they are (a bot's history may hold 100,000): only the
+    # few hundred drawn are made into tuples.
+    columns = [(s.xs or range(1, len(s.values) + 1), s.values)
+               for s in series]
+    for s, (xs_, ys_) in zip(series, columns, strict=True):
+        if len(xs_) != len(ys_):
+            raise ValueError(f"series {s.name!r}: {len(xs_)} x values, {len(ys_)} y values")
+    all_x = [v for xs_, _ in columns if len(xs_) for v in (min(xs_), max(xs_))]
+    all_y = [v for _, ys_ in columns
+             for v in _bounds([y for y in ys_ if y is not None])]
     if reference is not None:
         all_y.append(reference)
     x_lo, x_hi = (min(all_x), max(all_x)) if all_x else (0.0, 1.0)
@@ -269,10 +280,8 @@ def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
     if reference is not None:
         parts.append(f'<line x1="{_f(left)}" y1="{_f(y(reference))}" x2="{_f(right)}" '
                      f'y2="{_f(y(reference))}" stroke="{MUTED}" stroke-dasharray="4 3"/>')
-    for i, (s, pts) in enumerate(zip(series, points, strict=True)):
+    for i, (s, (xs, ys)) in enumerate(zip(series, columns, strict=True)):
         c = colour(i)
-        xs = [p[0] for p in pts]
-        ys = [p[1] for p in pts]
         path: list[str] = []
         pen_up = True
         for px, py in _thin(xs, ys):
@@ -286,7 +295,7 @@ def line_chart(series: Sequence[Series], chart_id: str, title: str, desc: str,
             parts.append(f'<path d="{"".join(path)}" fill="none" stroke="{c}" '
                          f'stroke-width="2" stroke-linejoin="round" stroke-linecap="round"/>')
         if markers:
-            for px, py in pts:
+            for px, py in zip(xs, ys, strict=True):
                 if py is not None:
                     parts.append(f'<circle cx="{_f(x(px))}" cy="{_f(y(py))}" r="2.5" '
                                  f'fill="{c}"/>')

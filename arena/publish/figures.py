@@ -61,9 +61,8 @@ def history_figure(bots: Sequence[Mapping[str, Any]],
                    history: Mapping[str, Sequence[float]]) -> str:
     series = []
     for b in bots:
-        values = list(history.get(b["name"], []))
-        series.append(charts.Series(b["name"], [1500.0, *values],
-                                    list(range(len(values) + 1))))
+        values = history.get(b["name"], [])
+        series.append(charts.Series(b["name"], [1500.0, *values], range(len(values) + 1)))
     words = ("Classic incremental Elo over the games",
              "Each bot's classic incremental Elo after each game it played, starting at 1500.",
              "games played by the bot", "classic Elo")

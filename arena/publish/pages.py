@@ -53,7 +53,6 @@ class SiteContext(Protocol):
     total: int
     """The games the store holds."""
     name: str
-    rows: list[GameRow]
     faults: dict[str, list[FaultRow]]
     published: float
     """When the site is published (Unix seconds)."""
@@ -62,6 +61,10 @@ class SiteContext(Protocol):
     up: str | None
     """The index of all events from the site's root, for an event's site inside a site of
     several (None: a site of its own)."""
+
+    @property
+    def rows(self) -> Sequence[GameRow]:
+        """The games list's rows, in schedule order (read-only)."""
 
 PROVISIONAL_TITLE = ("provisional: fewer than 20 games, or a 95% interval wider than "
                      "±100 Elo")
@@ -354,7 +357,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
         f"<td>{esc(f.kind)}</td><td>{esc(f.detail)}</td><td>{esc(f.action)}</td>"
         f"<td>{'forfeited' if f.forfeited else ''}</td></tr>" for f in faults]
     history = (lb.get("elo_history") or {}).get(name, [])
-    line = [charts.Series(name, [1500.0, *history], list(range(len(history) + 1)))]
+    line = [charts.Series(name, [1500.0, *history], range(len(history) + 1))]
     words = (f"Classic Elo of {name}",
              f"The classic incremental Elo of {name} after each of its games.",
              "games played", "classic Elo")

@@ -1,11 +1,13 @@
 """The leaderboard of a tournament: ratings, per-bot statistics and head-to-head scores.
 
 :func:`build_leaderboard` reads the finished games once, as a stream, keeping only
-per-bot accumulators and one small :class:`~arena.stats.ratings.GameScores` per game (never a
-record), and returns a JSON-ready dict (``trick-arena.leaderboard/1``, documented in
-``docs/leaderboard.md``). The output has no timestamps: the same games give the same
-leaderboard, byte for byte. The renderers turn it into Markdown, CSV, JSON or a terminal
-table; :func:`write_leaderboard` writes the three files atomically. No SQLite here: the
+per-bot accumulators and a few numbers per game in arrays (the ratings' comparisons,
+:class:`~arena.stats.ratings.Comparisons`, and each bot's scores and incremental Elo;
+never a record or an object per game), and returns a JSON-ready dict
+(``trick-arena.leaderboard/1``, documented in ``docs/leaderboard.md``). The output has
+no timestamps: the same games give the same leaderboard, byte for byte. The renderers
+turn it into Markdown, CSV, JSON or a terminal table; :func:`write_leaderboard` writes
+the three files atomically. No SQLite here: the
 caller passes ``Store.iter_games()``, ``Store.meta()`` and ``Store.bots()``.
 """
 
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
 from arena.model.spec import BUILTIN_BOTS
-from arena.stats.ratings import GameScores, IncrementalElo, incremental_elo, mean_and_se, rate
+from arena.stats.ratings import Comparisons, GameScores, IncrementalElo, mean_and_se, rate
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -209,7 +212,12 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     """
     stats: dict[str, _BotStats] = {}
     pairs: dict[tuple[str, str], _Pair] = {}
-    scores: list[GameScores] = []
+    # Per game only numbers in arrays: the comparisons the ratings need (per duplicate
+    # set), and each bot's score and incremental Elo after each of its games.
+    comparisons = Comparisons()
+    elo = IncrementalElo()
+    history: dict[str, array[float]] = {}
+    by_bot: dict[str, array[float]] = {}
     game_name = meta.get("game")
     house = _json_object(meta.get("house"))
     lineage = _json_object(meta.get("lineage"))
@@ -221,16 +229,17 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         if game_name is None:
             game_name = record.get("game")
         _add_game(stored, record, stats, pairs)
-        scores.append(GameScores(stored.unit, tuple(stored.bots),
-                                 tuple(float(t) for t in record["totals"])))
+        scores = GameScores(stored.unit, tuple(stored.bots),
+                            tuple(float(t) for t in record["totals"]))
+        comparisons.add(scores)
+        for name, score, after in zip(scores.bots, scores.scores, elo.add(scores),
+                                      strict=True):
+            by_bot.setdefault(name, array("d")).append(score)
+            history.setdefault(name, array("d")).append(after)
 
-    ratings = rate(scores, resamples=resamples, seed=rating_seed, level=LEVEL,
-                   prior_draws=PRIOR_DRAWS, fixed=fixed or None) if scores else []
-    classic, history = incremental_elo(scores) if scores else ({}, {})
-    by_bot: dict[str, list[float]] = {}
-    for gs in scores:
-        for name, score in zip(gs.bots, gs.scores, strict=True):
-            by_bot.setdefault(name, []).append(score)
+    ratings = rate(comparisons, resamples=resamples, seed=rating_seed, level=LEVEL,
+                   prior_draws=PRIOR_DRAWS, fixed=fixed or None) if comparisons.games else []
+    classic = elo.ratings
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
     kinds = {str(b.get("name")): bot_kind(b.get("spec")) for b in bots}
     unsandboxed = {str(b.get("name")) for b in bots
@@ -297,7 +306,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "seed": _int(meta.get("seed")),
         "seed_commitment": meta.get("seed_commitment"),
         "chain_head": meta.get("chain_head"),
-        "games": len(scores),
+        "games": comparisons.games,
         "schedule": {"format": meta.get("format"), "deals": _int(meta.get("deals")),
                      "seats": _int(meta.get("seats"))},
         "time_control": {"move_ms": _int(meta.get("move_ms")),
@@ -310,7 +319,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
                    "level": LEVEL, "prior_draws": PRIOR_DRAWS},
         "bots": entries,
         "head_to_head": _head_to_head(order, pairs),
-        "elo_history": {name: [_r(x, 1) for x in history.get(name, [])] for name in order},
+        "elo_history": {name: [_r(x, 1) for x in history.get(name, ())] for name in order},
     }
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ import numpy.typing as npt
 
 __all__ = [
     "ELO_PER_NAT",
+    "Comparisons",
     "GameScores",
     "IncrementalElo",
     "Rating",
@@ -322,8 +324,90 @@ def fit_elo(
     return {name: _MEAN_ELO + ELO_PER_NAT * float(x) for name, x in zip(names, theta, strict=True)}
 
 
+class Comparisons:
+    """The pairwise comparisons of games (:func:`_comparisons`) gathered one game at a time
+    for :func:`rate`, in compact arrays: per unit (duplicate set) and ordered pair of bots
+    the credit won, 20 bytes an entry, instead of an object per game. A unit's games come
+    one after another in schedule order, so a unit is summed in a small dict and written
+    out when the next one starts; a unit that comes back later (any order works) is merged
+    in :meth:`entries`."""
+
+    __slots__ = ("_bots", "_credit", "_current", "_loser", "_merge", "_unit", "_unit_of",
+                 "_units", "_winner", "games", "names")
+
+    def __init__(self, games: Iterable[GameScores] = ()) -> None:
+        self.names: list[str] = []
+        """The bots, in order of first appearance."""
+        self.games = 0
+        self._bots: dict[str, int] = {}
+        self._units: dict[str, int] = {}
+        self._unit = -1
+        self._current: dict[tuple[int, int], float] = {}
+        self._winner = array("i")
+        self._loser = array("i")
+        self._credit = array("d")
+        self._merge = False
+        self._unit_of = array("i")
+        for game in games:
+            self.add(game)
+
+    def add(self, game: GameScores) -> None:
+        """Fold in one game."""
+        unit = self._units.get(game.unit)
+        if unit is None or unit != self._unit:
+            self._flush()
+            if unit is None:
+                unit = self._units[game.unit] = len(self._units)
+            else:  # a unit seen before, not just now: entries() merges
+                self._merge = True
+            self._unit = unit
+        current = self._current
+        for winner, loser, credit in _comparisons(game):
+            key = (self._bot(winner), self._bot(loser))
+            current[key] = current.get(key, 0.0) + credit
+        self.games += 1
+
+    def _bot(self, name: str) -> int:
+        found = self._bots.get(name)
+        if found is None:
+            found = self._bots[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+    def _flush(self) -> None:
+        """Write out the open unit's entries (and close it)."""
+        for (winner, loser), credit in self._current.items():
+            self._unit_of.append(self._unit)
+            self._winner.append(winner)
+            self._loser.append(loser)
+            self._credit.append(credit)
+        self._current = {}
+        self._unit = -1
+
+    def entries(self, names: Sequence[str]) -> tuple[int, npt.NDArray[np.int64],
+                                                      npt.NDArray[np.int64], Array]:
+        """The units' count and, per entry, its unit, its pair ``i * n + j`` (``i`` the
+        winner's and ``j`` the loser's place in ``names``, which holds every bot seen)
+        and its credit, each (unit, pair) once, in order of first appearance."""
+        self._flush()
+        n = len(names)
+        place = {name: i for i, name in enumerate(names)}
+        order = np.array([place[name] for name in self.names], dtype=np.int64)
+        unit_of = np.asarray(self._unit_of, dtype=np.int64)
+        pair = order[np.asarray(self._winner, dtype=np.int64)] * n \
+            + order[np.asarray(self._loser, dtype=np.int64)]
+        credit = np.asarray(self._credit, dtype=np.float64)
+        if self._merge:  # a unit came back: sum its entries, kept in first-seen order
+            key = unit_of * (n * n) + pair
+            unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            sums = _float_bincount(inverse, credit, len(unique))
+            seen = np.argsort(first, kind="stable")
+            unit_of, pair, credit = unit_of[first[seen]], pair[first[seen]], sums[seen]
+        return len(self._units), unit_of, pair, credit
+
+
 def rate(
-    games: Sequence[GameScores],
+    games: Iterable[GameScores] | Comparisons,
     resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
@@ -347,31 +431,22 @@ def rate(
     virtual opponent sits at 1500 instead of the pool mean, as in
     :class:`arena.league.live.LiveRatings`: the ratings are then on the anchors' scale,
     not centred on 1500.
+
+    ``games`` may be :class:`Comparisons` gathered from a stream of games (what
+    ``arena publish`` and the leaderboard do, so the games are never all held): the same
+    ratings as the games themselves.
     """
     _check_prior(prior_draws)
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, not {resamples}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1, not {level}")
-    names = _names(games, bots)
+    data = games if isinstance(games, Comparisons) else Comparisons(games)
+    names = sorted({*bots, *data.names})
     n = len(names)
     if n == 0:
         return []
-    index = {name: i for i, name in enumerate(names)}
-
-    # Each unit's comparisons, aggregated by ordered pair: entry e credits
-    # credit_of[e] wins to pair[e] = i * n + j in unit unit_of[e].
-    units: dict[str, int] = {}
-    entries: dict[tuple[int, int], float] = {}
-    for game in games:
-        u = units.setdefault(game.unit, len(units))
-        for winner, loser, credit in _comparisons(game):
-            key = (u, index[winner] * n + index[loser])
-            entries[key] = entries.get(key, 0.0) + credit
-    unit_of = np.array([u for u, _ in entries], dtype=np.int64)
-    pair = np.array([p for _, p in entries], dtype=np.int64)
-    credit_of = np.array(list(entries.values()), dtype=np.float64)
-
+    count, unit_of, pair, credit_of = data.entries(names)
     wins = _float_bincount(pair, credit_of, n * n).reshape(1, n, n)
     anchored = np.array([name in (fixed or {}) for name in names], dtype=bool)
     origin = np.array([((fixed or {}).get(name, _MEAN_ELO) - _MEAN_ELO) / ELO_PER_NAT
@@ -385,7 +460,6 @@ def rate(
     theta = fit(wins, origin[None, :])[0]
 
     rng = np.random.default_rng(seed)
-    count = len(units)
     batch = max(1, min(resamples, _BATCH_ELEMENTS // max(len(pair), n * n, count, 1)))
     thetas = np.empty((resamples, n))
     for first in range(0, resamples, batch):
