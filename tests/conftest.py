@@ -12,6 +12,7 @@ left behind; :func:`processes_with` and :func:`children` find such processes.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -291,6 +292,38 @@ def arena_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
 
 def arena_command(*argv: str) -> list[str]:
     return [sys.executable, "-m", "arena", *argv]
+
+
+def arena_in_process(*argv: str | Path, cwd: Path | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """What ``python -m arena ARGV`` gives (exit code, stdout, stderr), run in this
+    process by ``arena.cli.main``: no interpreter start and imports to pay per command.
+    ``cwd`` and ``env`` (the whole environment, as for subprocess) hold while it runs.
+    For tests of output and exit codes only: the real entry point, signals, a kill and
+    anything that depends on the process's own state keep a real ``python -m arena``."""
+    from arena.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_tmp = dict(os.environ), os.getcwd(), tempfile.tempdir
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+            tempfile.tempdir = None  # TMPDIR read again, as a new process would
+        if cwd is not None:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main([str(a) for a in argv])
+            except SystemExit as e:  # --help, --version
+                code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        tempfile.tempdir = saved_tmp
+    return subprocess.CompletedProcess(["arena", *map(str, argv)], code, out.getvalue(),
+                                       err.getvalue())
 
 
 # -- arena serve ----------------------------------------------------------------------
