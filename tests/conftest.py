@@ -218,10 +218,10 @@ def bot_processes(tmp: Path) -> list[int]:
     with ``TMPDIR`` (the bot inside listens in the sandbox's own ``/run/arena``)."""
     return sorted({*processes_with(f"ARENA_BOT_LISTEN=unix:{tmp}/".encode()),
                    *(pid for pid in processes_with(f"TMPDIR={tmp}\0".encode())
-                     if _is_bwrap(pid))})
+                     if is_bwrap(pid))})
 
 
-def _is_bwrap(pid: int) -> bool:
+def is_bwrap(pid: int) -> bool:
     try:
         argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
     except OSError:
@@ -305,6 +305,7 @@ def arena_in_process(*argv: str | Path, cwd: Path | None = None,
 
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd, saved_tmp = dict(os.environ), os.getcwd(), tempfile.tempdir
+    before = set(children(os.getpid()))
     try:
         if env is not None:
             os.environ.clear()
@@ -322,6 +323,12 @@ def arena_in_process(*argv: str | Path, cwd: Path | None = None,
         os.environ.clear()
         os.environ.update(saved_env)
         tempfile.tempdir = saved_tmp
+        # as after a real command's exit: the bot processes it started are gone (a
+        # sandbox's bubblewrap may take a moment to end after it is killed)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+                not _zombie(pid) for pid in set(children(os.getpid())) - before):
+            time.sleep(0.05)
     return subprocess.CompletedProcess(["arena", *map(str, argv)], code, out.getvalue(),
                                        err.getvalue())
 
