@@ -290,6 +290,25 @@ def arena_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def shared_folder(factory: pytest.TempPathFactory, key: str,
+                  make: Callable[[Path], object]) -> Path:
+    """A folder that ``make(folder)`` fills once per test run and that every module asking
+    for ``key`` then shares, read-only (copy it before changing it): under pytest-xdist
+    one for all workers, made by the first to ask while the others wait on a lock. A
+    ``make`` that failed leaves no folder for the next to trust: it is made again."""
+    base = factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / f"shared-{key}"
+    with open(root / f"shared-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
 def arena_command(*argv: str) -> list[str]:
     return [sys.executable, "-m", "arena", *argv]
 
