@@ -7,6 +7,13 @@ the end, that no bot process the arena started and no ``arena-bot-*`` socket fol
 left behind; :func:`processes_with` and :func:`children` find such processes.
 :func:`start_server` and :func:`stop_server` run ``arena serve``; the ``browser`` and
 ``context`` fixtures drive the system's Chromium (the site tests).
+
+The suite's cost: :func:`arena_in_process` runs a command in the test's own process
+(about half a second of interpreter start and imports saved per command), for tests that
+read only exit codes and output; real ``python -m arena`` processes stay where the test
+is about the process (signals, kill -9, the entry point, a resume's sweep).
+:func:`shared_folder` makes an expensive read-only input, such as a played and published
+tournament, once per test run for every module that uses it.
 """
 
 from __future__ import annotations
