@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import REPO, arena_in_process, shared_folder, skip_or_fail
+from conftest import REPO, VNU_JAVA, arena_in_process, shared_folder, skip_or_fail
 
 BOTS = (("heuristic", "heuristic"), ("random", "random"), ("heuristic-b", "heuristic"),
         ("random-b", "random"), ("heuristic-c", "heuristic"))
@@ -362,7 +362,7 @@ def test_pages_are_valid_html5_nu_checker(site: Site) -> None:
     if java is None:
         skip_or_fail("no Java runtime for the Nu Html Checker (Debian: default-jre-headless)")
     pages = [str(p) for p in site.pages()]
-    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+    done = subprocess.run([java, *VNU_JAVA, "-jar", str(jar), "--format", "json",
                            "--errors-only", *pages],
                           text=True, capture_output=True, timeout=120, check=False)
     try:
