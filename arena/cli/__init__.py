@@ -108,7 +108,7 @@ _HELP = {
     "check-bot": "check that a bot speaks the protocol and plays legally",
     "match": "is the candidate better than the baseline? a sequential test",
     "league": "run an open league, and change its field while it runs",
-    "publish": "write a tournament's static web site",
+    "publish": "write a tournament's or a league's static web site",
     "serve": "serve a published site on 127.0.0.1 for a quick look",
     "submit": "send a bot (a folder with bot.toml) to a league",
 }
