@@ -7,11 +7,19 @@ the end, that no bot process the arena started and no ``arena-bot-*`` socket fol
 left behind; :func:`processes_with` and :func:`children` find such processes.
 :func:`start_server` and :func:`stop_server` run ``arena serve``; the ``browser`` and
 ``context`` fixtures drive the system's Chromium (the site tests).
+
+The suite's cost: :func:`arena_in_process` runs a command in the test's own process
+(about half a second of interpreter start and imports saved per command), for tests that
+read only exit codes and output; real ``python -m arena`` processes stay where the test
+is about the process (signals, kill -9, the entry point, a resume's sweep).
+:func:`shared_folder` makes an expensive read-only input, such as a played and published
+tournament, once per test run for every module that uses it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -24,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,6 +56,11 @@ def examples(full: int) -> int:
 
 
 REPO = Path(__file__).resolve().parent.parent
+VNU_JAVA = ("-Xss8m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+"""The JVM flags for the Nu Html Checker (``java *VNU_JAVA -jar vnu.jar``): a deep
+stack for its parser, and the quick compiler only with the serial collector, since a
+run of a few seconds never repays the optimising compiler (half the CPU; the same
+checker and findings)."""
 TEST_BOTS = REPO / "tests" / "bots"
 SAMPLE_BOTS = REPO / "sample_bots" / "python"
 
@@ -217,10 +230,10 @@ def bot_processes(tmp: Path) -> list[int]:
     with ``TMPDIR`` (the bot inside listens in the sandbox's own ``/run/arena``)."""
     return sorted({*processes_with(f"ARENA_BOT_LISTEN=unix:{tmp}/".encode()),
                    *(pid for pid in processes_with(f"TMPDIR={tmp}\0".encode())
-                     if _is_bwrap(pid))})
+                     if is_bwrap(pid))})
 
 
-def _is_bwrap(pid: int) -> bool:
+def is_bwrap(pid: int) -> bool:
     try:
         argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
     except OSError:
@@ -289,8 +302,66 @@ def arena_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def shared_folder(factory: pytest.TempPathFactory, key: str,
+                  make: Callable[[Path], object]) -> Path:
+    """A folder that ``make(folder)`` fills once per test run and that every module asking
+    for ``key`` then shares, read-only (copy it before changing it): under pytest-xdist
+    one for all workers, made by the first to ask while the others wait on a lock. A
+    ``make`` that failed leaves no folder for the next to trust: it is made again."""
+    base = factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / f"shared-{key}"
+    with open(root / f"shared-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
 def arena_command(*argv: str) -> list[str]:
     return [sys.executable, "-m", "arena", *argv]
+
+
+def arena_in_process(*argv: str | Path, cwd: Path | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """What ``python -m arena ARGV`` gives (exit code, stdout, stderr), run in this
+    process by ``arena.cli.main``: no interpreter start and imports to pay per command.
+    ``cwd`` and ``env`` (the whole environment, as for subprocess) hold while it runs.
+    For tests of output and exit codes only: the real entry point, signals, a kill and
+    anything that depends on the process's own state keep a real ``python -m arena``."""
+    from arena.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_tmp = dict(os.environ), os.getcwd(), tempfile.tempdir
+    before = set(children(os.getpid()))
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+            tempfile.tempdir = None  # TMPDIR read again, as a new process would
+        if cwd is not None:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main([str(a) for a in argv])
+            except SystemExit as e:  # --help, --version
+                code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        tempfile.tempdir = saved_tmp
+        # as after a real command's exit: the bot processes it started are gone (a
+        # sandbox's bubblewrap may take a moment to end after it is killed)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(
+                not _zombie(pid) for pid in set(children(os.getpid())) - before):
+            time.sleep(0.05)
+    return subprocess.CompletedProcess(["arena", *map(str, argv)], code, out.getvalue(),
+                                       err.getvalue())
 
 
 # -- arena serve ----------------------------------------------------------------------

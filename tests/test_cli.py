@@ -166,3 +166,41 @@ def test_output_an_ascii_terminal_cannot_hold_is_escaped_not_an_error(
     assert done.returncode == 0, done.stderr
     assert b"internal error" not in done.stderr
     assert b"\\u" in done.stdout or b"\\x" in done.stdout  # the symbols, escaped
+
+
+def test_each_subcommands_help_line_is_its_own_parsers() -> None:
+    """``arena --help`` lists the subcommands from a table (their modules are imported only
+    when one runs); each line must be the one the subcommand's own parser gives."""
+    from arena import cli
+
+    def help_lines(parser: object) -> dict[str, str]:
+        action = next(a for a in parser._actions  # type: ignore[attr-defined]
+                      if a.dest == "command")
+        return {choice.dest: choice.help for choice in action._choices_actions}
+
+    full = cli._parser([], full=True)
+    assert help_lines(full) == cli._HELP
+    assert set(cli._HELP) == set(cli.COMMANDS)
+    for name in cli._HELP:  # the chosen one built in full, the others by name and help
+        assert help_lines(cli._parser([name])) == cli._HELP
+
+
+def test_help_imports_no_subcommand() -> None:
+    """``arena --help`` and a command's start import only the command chosen: not trio,
+    grpc, numpy or the league for ``--help``, not the league for ``verify``."""
+    probe = ("import sys, runpy; sys.argv = ['arena', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_module('arena', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('trio', 'grpc', 'numpy', 'arena'))), file=sys.stderr)")
+
+    def imported(*argv: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True,
+                              text=True, timeout=60)
+        return set(done.stderr.splitlines()[-1].split())
+
+    shown = imported("--help")
+    assert not shown & {"trio", "grpc", "numpy", "arena.league", "arena.cli.checkbot"}
+    verify = imported("verify", "/nonexistent")
+    assert "arena.cli.records" in verify
+    assert not verify & {"arena.league", "arena.cli.league", "arena.cli.checkbot", "grpc"}

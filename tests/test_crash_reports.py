@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, TEST_BOTS, Sandbox, arena_command, bot_cmd, tournament_toml
+from conftest import REPO, TEST_BOTS, Sandbox, arena_in_process, bot_cmd, tournament_toml
 
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism
@@ -66,8 +66,8 @@ def needs_limits(name: str) -> None:
 
 
 def run(sandbox: Sandbox, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(arena_command(*argv), env=sandbox.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=180)
+    """``arena ARGV`` in this process (the tests read its report lines and exit code)."""
+    return arena_in_process(*argv, env=sandbox.env, cwd=REPO)
 
 
 def check_report(line: str, death: Death, restarting: bool) -> Path:

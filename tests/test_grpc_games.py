@@ -26,6 +26,7 @@ from conftest import (
     TEST_BOTS,
     Sandbox,
     arena_command,
+    arena_in_process,
     bot_cmd,
     bot_processes,
     decisions_of,
@@ -59,11 +60,10 @@ RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")
 HEURISTIC_PY = bot_cmd(SAMPLE_BOTS / "heuristic_bot.py")
 
 
-def arena_play(sandbox: Sandbox, *argv: str,
-               timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(arena_command("play", "--no-sandbox", *argv), env=sandbox.env,
-                          cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+def arena_play(sandbox: Sandbox, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``arena play`` in this process (the tests read its output and exit code); Ctrl-C
+    and SIGTERM are sent to a real ``python -m arena play`` below."""
+    return arena_in_process("play", "--no-sandbox", *argv, env=sandbox.env, cwd=REPO)
 
 
 def assert_verifies(record: dict[str, Any], path: Path,

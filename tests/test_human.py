@@ -31,6 +31,7 @@ from conftest import (
     SAMPLE_BOTS,
     Sandbox,
     arena_command,
+    arena_in_process,
     bot_cmd,
     decisions_of,
     examples,
@@ -470,9 +471,8 @@ def test_bad_human_flags_are_one_line_errors() -> None:
         (["--bots", "human,heuristic,random", "--web", "--port", "70000"], "--port must"),
         (["--bots", "human,heuristic,random", "--port", "8080"], "it needs --web"),
     ]:
-        done = subprocess.run(arena_command("play", "--game", "wizard", "--players", "3",
-                                            *argv), cwd=REPO, capture_output=True,
-                              text=True, timeout=30)
+        done = arena_in_process("play", "--game", "wizard", "--players", "3", *argv,
+                                cwd=REPO)
         assert done.returncode == 2
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SAMPLE_BOTS, TEST_BOTS
+from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, arena_in_process
 
 from arena.league import inbox
 from arena.league.runner import rebuild_ratings
@@ -47,9 +47,10 @@ def league_toml(folder: Path, *, house: str = "", bots: int = 5, seed: int = 11,
     return path
 
 
-def arena(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *argv], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+def arena(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``arena ARGV`` in this process (the tests read its exit code and output); a league
+    that runs while others change it, or is killed, is a real process: :func:`start`."""
+    return arena_in_process(*argv, cwd=cwd, env=ENV)
 
 
 def start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
@@ -316,12 +317,13 @@ rating = 900
 """
 
 
+@pytest.mark.timeout(600)
 def test_house_bots_anchor_the_scale_and_the_live_order_is_the_published_one(
         tmp_path: Path) -> None:
     path = league_toml(tmp_path, house=HOUSE, bots=6)
     out = tmp_path / "out"
     ran = arena("league", "run", str(path), "--games", "48", "--resamples", "50",
-                cwd=tmp_path, timeout=600)
+                cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     board = json.loads((out / "leaderboard.json").read_text())
     entries = {b["name"]: b for b in board["bots"]}

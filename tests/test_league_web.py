@@ -25,7 +25,7 @@ from urllib.parse import quote
 from urllib.request import Request, urlopen
 
 import pytest
-from conftest import open_page, skip_or_fail
+from conftest import VNU_JAVA, open_page, skip_or_fail
 from league_helpers import League, bot_folder, submit, wait_clean
 from test_site_html import _vnu_jar
 
@@ -221,7 +221,7 @@ def test_the_pages_are_valid_html(served: dict[str, Any], tmp_path: Path) -> Non
     jar, java = _vnu_jar(), shutil.which("java")
     if jar is None or java is None:
         return  # html5lib's strict parse above; the Nu checker where it is installed
-    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+    done = subprocess.run([java, *VNU_JAVA, "-jar", str(jar), "--format", "json",
                            "--errors-only", *map(str, pages)],
                           text=True, capture_output=True, timeout=120, check=False)
     messages = json.loads(done.stderr or done.stdout or "{}").get("messages", [])

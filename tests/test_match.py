@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import REPO, SAMPLE_BOTS, Sandbox, bot_cmd
+from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd
 
 from arena.match.schedule import Tally, compared_seats, deal_games, pair_score
 from arena.stats.sprt import (
@@ -213,10 +213,10 @@ def test_the_tally_counts_deals_in_order() -> None:
 
 # -- the command ----------------------------------------------------------------------
 
-def arena(*args: str, env: dict[str, str] | None = None,
-          timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=timeout, check=False, env=env)
+def arena(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` in this process (exit code and output are what the tests read); the
+    interrupted match below runs the real ``python -m arena``."""
+    return arena_in_process(*args, cwd=REPO, env=env)
 
 
 FAST = ("--game", "trumps", "--players", "2", "--concurrency", "2")

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_command, bot_cmd
+from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd
 
 from arena.bots import make_bot
 from arena.bots.heuristic import HeuristicBot
@@ -142,8 +142,8 @@ def test_pimc_answers_within_its_deadline() -> None:
 
 
 def arena_play(sandbox: Sandbox, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(arena_command("play", "--no-sandbox", *argv), env=sandbox.env,
-                          cwd=REPO, capture_output=True, text=True, timeout=240)
+    """``arena play`` in this process (the test reads its output and exit code)."""
+    return arena_in_process("play", "--no-sandbox", *argv, env=sandbox.env, cwd=REPO)
 
 
 def test_the_sample_and_the_builtin_play_a_whole_game_over_grpc(

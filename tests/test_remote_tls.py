@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import arena_in_process
 
 from arena.cli.tournament import insecure_warnings
 from arena.model.spec import BotSpec, is_loopback
@@ -124,9 +125,8 @@ def tls_bot(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def arena(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *map(str, args)], cwd=REPO,
-                          text=True, capture_output=True, timeout=240, check=False,
-                          env=clean_env(**env))
+    """``arena ARGS`` in this process, in the environment ``clean_env(**env)``."""
+    return arena_in_process(*args, cwd=REPO, env=clean_env(**env))
 
 
 def play(bot: str, *flags: str | Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -1,12 +1,12 @@
 """The published site in a real browser: Debian's Chromium, driven by Playwright.
 
-The site of a small real tournament (see ``test_site_html.build_site``) is built once per
-module and opened both from ``file://`` and from ``arena serve``. The tests click and
-press keys as a person would and compare what the pages show with the data the site
-was built from: the leaderboard's order and sorting, the games list's filters, the
-replay viewer stepping through rounds (trick winners, hands, tricks won, totals), and on
-every page no console error and no request leaving the machine. Screenshots go to
-``test-artifacts/``.
+The site of a small real tournament (see ``test_site_html.build_site``) is built once
+per test run, shared with ``test_site_html.py``, and opened both from ``file://`` and
+from ``arena serve``. The tests click and press keys as a person would and compare what
+the pages show with the data the site was built from: the leaderboard's order and
+sorting, the games list's filters, the replay viewer stepping through rounds (trick
+winners, hands, tricks won, totals), and on every page no console error and no request
+leaving the machine. Screenshots go to ``test-artifacts/``.
 
 Playwright's own browser download does not work everywhere, so the tests drive the
 system's Chromium (Debian package ``chromium``) and skip, saying why, where there is
@@ -38,7 +38,7 @@ from conftest import (
     state,
     stop_server,
 )
-from test_site_html import BOTS, Site, build_site, game_rel, slug
+from test_site_html import BOTS, Site, game_rel, shared_site, slug
 
 from arena.rules.cards import card_symbol, parse_card
 
@@ -50,7 +50,7 @@ ARTIFACTS = REPO / "test-artifacts"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("site-browser"))
+    return shared_site(tmp_path_factory)
 
 
 # -- the leaderboard --------------------------------------------------------------------

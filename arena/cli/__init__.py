@@ -3,42 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from arena import __version__
 from arena.cli import _environment  # noqa: F401  (first: before grpc is imported)
-from arena.cli.checkbot import add_parser as add_check_bot_parser
-from arena.cli.checkbot import cmd_check_bot
-from arena.cli.common import (
-    Parser,
-    UsageError,
-    add_clock_flags,
-    add_remote_flags,
-    add_sandbox_flags,
-    open_store,
-)
-from arena.cli.league import add_parser as add_league_parser
-from arena.cli.match import add_parser as add_match_parser
-from arena.cli.play import cmd_play
-from arena.cli.publish import add_publish_parser, add_serve_parser, cmd_publish, cmd_serve
-from arena.cli.records import cmd_export, cmd_verify
-from arena.cli.submit import add_parser as add_submit_parser
-from arena.cli.submit import cmd_submit
+from arena.cli.common import Parser, UsageError, open_store
 from arena.model.errors import one_line
-from arena.model.spec import BUILTIN_BOTS
-from arena.rules import GAMES
+
+# A subcommand's module (and so the rules, trio, grpc, numpy, the league...) is imported
+# only when that subcommand runs or its parser is asked for, so that ``arena`` and each
+# command start fast. The root parser knows the others by name and help only.
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="arena", description="A bot-tournament arena for trick-taking games.")
-    parser.add_argument("--version", action="version", version=f"trick-arena {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+def _add_play(sub: Any) -> None:
+    from arena.cli.common import add_clock_flags, add_remote_flags, add_sandbox_flags
+    from arena.model.spec import BUILTIN_BOTS
+    from arena.rules import GAMES
 
     play = sub.add_parser(
-        "play", help="play one game and print it",
+        "play", help=_HELP["play"],
         description="Play one game and print it. A seat given as 'human' is played by you: "
                     "in the terminal, or with --web in the browser (docs/playing.md).")
     play.add_argument("--game", required=True, help=f"one of: {', '.join(GAMES)}")
@@ -65,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     add_sandbox_flags(play)
     add_remote_flags(play)
 
-    tour = sub.add_parser("tournament", help="run (or resume) a tournament from a file")
+
+def _add_tournament(sub: Any) -> None:
+    tour = sub.add_parser("tournament", help=_HELP["tournament"])
     tour.add_argument("file", type=Path, metavar="FILE", help="a tournament file (TOML)")
     tour.add_argument("--out", type=Path, metavar="DIR",
                       help="the output folder (default: the file's 'output')")
@@ -77,30 +67,87 @@ def _parser() -> argparse.ArgumentParser:
     tour.add_argument("--resamples", type=int, default=1000, metavar="N",
                       help="bootstrap resamples for the rating intervals (default 1000)")
 
-    board = sub.add_parser("leaderboard", help="print a tournament's leaderboard")
+
+def _add_leaderboard(sub: Any) -> None:
+    board = sub.add_parser("leaderboard", help=_HELP["leaderboard"])
     board.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
     board.add_argument("--format", choices=("table", "md", "csv", "json"), default="table")
     board.add_argument("--resamples", type=int, default=1000, metavar="N",
                        help="bootstrap resamples for the rating intervals (default 1000)")
 
-    export = sub.add_parser("export", help="write every finished game's record as JSON lines")
+
+def _add_export(sub: Any) -> None:
+    export = sub.add_parser("export", help=_HELP["export"])
     export.add_argument("folder", type=Path, metavar="DIR", help="the tournament's output folder")
     export.add_argument("--out", type=Path, metavar="FILE",
                         help="where to write (default: DIR/games.jsonl)")
 
-    verify = sub.add_parser("verify", help="re-check game records with the rules engine, "
-                            "and a tournament's results chain")
+
+def _add_verify(sub: Any) -> None:
+    verify = sub.add_parser("verify", help=_HELP["verify"])
     verify.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="a record (JSON), records (JSON lines, e.g. an export) or a "
                              "tournament's output folder")
     verify.add_argument("--head", metavar="HEX", help="the published chain head: fail "
                         "unless the chain ends there")
-    add_check_bot_parser(sub)
-    add_match_parser(sub)
-    add_league_parser(sub)
-    add_publish_parser(sub)
-    add_serve_parser(sub)
-    add_submit_parser(sub)
+
+
+def _add_from(module: str, function: str = "add_parser") -> Callable[[Any], None]:
+    """The parser builder ``function`` of ``arena.cli.MODULE``, imported when called."""
+    def add(sub: Any) -> None:
+        getattr(importlib.import_module(f"arena.cli.{module}"), function)(sub)
+    return add
+
+
+_HELP = {
+    "play": "play one game and print it",
+    "tournament": "run (or resume) a tournament from a file",
+    "leaderboard": "print a tournament's leaderboard",
+    "export": "write every finished game's record as JSON lines",
+    "verify": "re-check game records with the rules engine, and a tournament's results chain",
+    "check-bot": "check that a bot speaks the protocol and plays legally",
+    "match": "is the candidate better than the baseline? a sequential test",
+    "league": "run an open league, and change its field while it runs",
+    "publish": "write a tournament's or a league's static web site",
+    "serve": "serve a published site on 127.0.0.1 for a quick look",
+    "submit": "send a bot (a folder with bot.toml) to a league",
+}
+"""Each subcommand's one-line help, as ``arena --help`` lists it; the subcommand's own
+parser gives the same line (tests/test_cli.py checks that they agree)."""
+
+_BUILDERS: dict[str, Callable[[Any], None]] = {
+    "play": _add_play, "tournament": _add_tournament, "leaderboard": _add_leaderboard,
+    "export": _add_export, "verify": _add_verify,
+    "check-bot": _add_from("checkbot"), "match": _add_from("match"),
+    "league": _add_from("league"), "publish": _add_from("publish", "add_publish_parser"),
+    "serve": _add_from("publish", "add_serve_parser"), "submit": _add_from("submit"),
+}
+
+
+def _chosen(argv: Sequence[str] | None) -> str | None:
+    """The subcommand ``argv`` names (its first argument not an option; the root parser's
+    only options, --help and --version, take no value), or None."""
+    for arg in sys.argv[1:] if argv is None else argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _parser(argv: Sequence[str] | None = None, *, full: bool = False) -> argparse.ArgumentParser:
+    """The command's parser: complete for the subcommand ``argv`` names (every one when
+    ``full``), the others by name and help only, so that only the chosen one's module is
+    imported."""
+    parser = Parser(prog="arena", description="A bot-tournament arena for trick-taking games.")
+    parser.add_argument("--version", action="version", version=f"trick-arena {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    chosen = _chosen(argv)
+    for name, build in _BUILDERS.items():
+        if full or name == chosen:
+            build(sub)
+        else:
+            sub.add_parser(name, help=_HELP[name], add_help=False)
     return parser
 
 
@@ -148,10 +195,21 @@ def cmd_league(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
 
 
-COMMANDS = {"play": cmd_play, "verify": cmd_verify, "tournament": cmd_tournament,
-            "leaderboard": cmd_leaderboard, "export": cmd_export, "check-bot": cmd_check_bot,
-            "publish": cmd_publish, "serve": cmd_serve, "match": cmd_match,
-            "league": cmd_league, "submit": cmd_submit}
+def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``function`` of ``arena.cli.MODULE``, imported when it runs."""
+    def run(args: argparse.Namespace) -> int:
+        command: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"arena.cli.{module}"), function)
+        return command(args)
+    return run
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "play": _lazy("play", "cmd_play"), "verify": _lazy("records", "cmd_verify"),
+    "tournament": cmd_tournament, "leaderboard": cmd_leaderboard,
+    "export": _lazy("records", "cmd_export"), "check-bot": _lazy("checkbot", "cmd_check_bot"),
+    "publish": _lazy("publish", "cmd_publish"), "serve": _lazy("publish", "cmd_serve"),
+    "match": cmd_match, "league": cmd_league, "submit": _lazy("submit", "cmd_submit")}
 
 
 def _escape_what_cannot_be_encoded() -> None:
@@ -170,7 +228,7 @@ def _escape_what_cannot_be_encoded() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _escape_what_cannot_be_encoded()
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(argv).parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(one_line(str(e)), file=sys.stderr)

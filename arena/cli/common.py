@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn
 
-from arena.human.terminal import HUMAN
 from arena.model.errors import SandboxError
 from arena.model.files import (
     atomic_writer,
@@ -137,6 +136,8 @@ def add_clock_flags(parser: argparse.ArgumentParser) -> None:
 
 def split_bots(text: str) -> list[str]:
     """Split ``--bots`` at commas, keeping commas inside a ``cmd:`` command line."""
+    from arena.human.terminal import HUMAN  # here: it imports trio, which --help needs not
+
     out: list[str] = []
     for part in text.split(","):
         known = part.strip() in (*BUILTIN_BOTS, HUMAN) or part.strip().startswith(
