@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -412,29 +411,6 @@ def test_kill9_during_a_check_loses_nothing_acknowledged(own_league: League,
     # not in the league: it does not count, and a new submission of it would reuse it
     assert (league.out / "bots" / sha / "bot.toml").is_file()
     assert list((league.out / "bots" / ".incoming").iterdir()) == []
-
-
-def test_figures_submission_to_first_game(own_league: League, tmp_path: Path) -> None:
-    """Submission to the bot's first finished game, three Python bots one after another
-    (reported, not asserted)."""
-    league = own_league.start()
-    token = league.author("pia")
-    took = []
-    with league.client(token) as client:
-        for i in range(3):
-            started = time.time()
-            assert verdict(submit(client, bot_folder(tmp_path / str(i), f"pia-{i}"))) == ACCEPTED
-            name = f"pia-{i}"
-            first = None
-            for event in client.events(timeout_s=120):
-                if event.kind == GAME_FINISHED and name in event.bots:
-                    first = event.time
-                    break
-            assert first is not None
-            took.append(first - started)
-    print(f"\nfigure: python bot, submission to first finished game (check-games 0): "
-          f"{', '.join(f'{t:.2f}' for t in took)} s; p50 {statistics.median(took):.2f} s, "
-          f"slowest {max(took):.2f} s")
 
 
 def test_kill9_during_games_loses_nothing_acknowledged(own_league: League,
