@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ def _usage(message: str) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     """Run ``arena publish``: 0 when the site is written, 2 for a usage mistake."""
-    from arena.publish.build import PublishError, publish
-    from arena.tournament.store import Store, StoreError
+    from arena.publish.build import publish
+    from arena.tournament.store import Store
 
     folders: list[Path] = args.folders
     if args.resamples is not None and args.resamples < 1:
@@ -59,40 +60,38 @@ def cmd_publish(args: argparse.Namespace) -> int:
     folder = folders[0]
     if not folder.is_dir() or not Store.exists(folder):
         return _usage(f"{folder}: no tournament here")
+    return _published(args, lambda: publish(folder, args.out, resamples=args.resamples),
+                      lambda s: f"{s.games} games and {s.bots} bots")
+
+
+def _published(args: argparse.Namespace, build: Callable[[], Any],
+               what: Callable[[Any], str]) -> int:
+    """Run ``build`` (a publish), saying what it wrote, or why not in one line."""
+    from arena.publish.build import PublishError
+    from arena.tournament.store import StoreError
+
     start = time.perf_counter()
     try:
-        summary = publish(folder, args.out, resamples=args.resamples)
+        summary = build()
     except (PublishError, StoreError) as e:
         return _usage(str(e))
     except OSError as e:
         print(f"arena publish: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - start
-    print(f"published {summary.games} games and {summary.bots} bots to {summary.site} "
+    print(f"published {what(summary)} to {summary.site} "
           f"({summary.size / 1e6:.1f} MB, {seconds:.1f} s); open "
           f"{summary.site / 'index.html'} or run: arena serve {args.out}")
     return 0
 
 
 def _publish_many(folders: list[Path], args: argparse.Namespace) -> int:
-    from arena.publish.build import PublishError
     from arena.publish.multi import publish_many
-    from arena.tournament.store import StoreError
 
-    start = time.perf_counter()
-    try:
-        summary = publish_many(folders, args.out, resamples=args.resamples)
-    except (PublishError, StoreError) as e:
-        return _usage(str(e))
-    except OSError as e:
-        print(f"arena publish: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    seconds = time.perf_counter() - start
-    print(f"published {summary.events} events ({summary.games} games) and "
-          f"{summary.boards} board{'s' if summary.boards != 1 else ''} to {summary.site} "
-          f"({summary.size / 1e6:.1f} MB, {seconds:.1f} s); open "
-          f"{summary.site / 'index.html'} or run: arena serve {args.out}")
-    return 0
+    return _published(
+        args, lambda: publish_many(folders, args.out, resamples=args.resamples),
+        lambda s: f"{s.events} events ({s.games} games) and "
+                  f"{s.boards} board{'s' if s.boards != 1 else ''}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
