@@ -27,6 +27,12 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 
+STOPPED_SLACK_NS = 1_000_000
+"""CPU time a stopped bot may seem to gain between a stop and the next continue without
+a fault: the kernel may account a task's last slice a moment after it stopped (seen
+here: some microseconds). A process escaping the stop gains far more (a fork chain
+outrunning a SIGSTOP sweep: tens of ms); under the freezer none can escape at all."""
+
 
 @dataclass(frozen=True, slots=True)
 class Mechanism:
@@ -391,7 +397,7 @@ class Cgroup:
         self._frozen = False
         if self.cpu_at_rest is not None:
             now = self.cpu_ns()
-            if now is not None and now > self.cpu_at_rest:
+            if now is not None and now > self.cpu_at_rest + STOPPED_SLACK_NS:
                 self.cpu_while_stopped += now - self.cpu_at_rest
         self._write_freezer(False)
         for pid in self._stopped:
