@@ -11,6 +11,7 @@ fault); one CPU per game. Skips only where ``ray`` cannot be imported.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -44,6 +45,8 @@ def tournament(bot: str) -> str:
 
 TOTAL = 5 * 1 * 4  # tables x deals x rotations
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-r-"))
+# every xdist worker imports this module, only one runs it: each removes its own
+atexit.register(shutil.rmtree, SOCKETS, ignore_errors=True)
 ENV = dict(os.environ, TMPDIR=str(SOCKETS))
 
 

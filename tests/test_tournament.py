@@ -3,6 +3,7 @@ clean stop on SIGINT, faults in the leaderboard, export and verify."""
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import os
@@ -39,6 +40,8 @@ TOTAL = 5 * 2 * 4  # tables x deals x rotations
 
 
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-t-"))
+# every xdist worker imports this module, only one runs it: each removes its own
+atexit.register(shutil.rmtree, SOCKETS, ignore_errors=True)
 """TMPDIR of the arenas these tests start: where their bots' socket folders go."""
 ENV = dict(os.environ, TMPDIR=str(SOCKETS))
 
