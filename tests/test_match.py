@@ -273,8 +273,9 @@ def stored(folder: Path) -> dict[str, dict[str, Any]]:
 
 def done_games(folder: Path) -> int:
     """Finished games in a store being written (0 while it is being made)."""
-    try:
-        with closing(sqlite3.connect(folder / "tournament.sqlite", timeout=5)) as db:
+    try:  # read-only: a plain connect would make an empty store before the arena does
+        with closing(sqlite3.connect(f"file:{folder / 'tournament.sqlite'}?mode=ro",
+                                     uri=True, timeout=5)) as db:
             return int(db.execute(
                 "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
     except sqlite3.OperationalError:

@@ -38,8 +38,9 @@ def arena(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def done_games(folder: Path) -> int:
-    try:
-        with closing(sqlite3.connect(folder / "tournament.sqlite", timeout=5)) as db:
+    try:  # read-only: a plain connect would make an empty store before the arena does
+        with closing(sqlite3.connect(f"file:{folder / 'tournament.sqlite'}?mode=ro",
+                                     uri=True, timeout=5)) as db:
             return int(db.execute(
                 "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
     except sqlite3.OperationalError:
