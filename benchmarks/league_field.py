@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -149,7 +150,10 @@ def main() -> int:
         result["ratio"] = round(result["league"]["games_per_s"]
                                 / result["tournament"]["games_per_s"], 3)
     print(json.dumps(result, indent=2))
-    (folder / "figures.json").write_text(json.dumps(result, indent=2))
+    if args.folder is not None:  # kept where asked; a temporary folder of ours is removed
+        (folder / "figures.json").write_text(json.dumps(result, indent=2))
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
