@@ -139,8 +139,7 @@ def test_a_lease_is_never_given_twice_while_held() -> None:
         pytest.skip(f"no uid per bot process here: {ids.id_mechanism().why_not}")
     first = ids.lease()
     assert first is not None
-    folder = ids._lock_dir()
-    assert folder is not None
+    folder = ids.id_mechanism().lock_dir
     nxt = first.uid + 1
     # another arena holds the next uid: a process of its own with the lock
     holder = subprocess.Popen(

@@ -57,3 +57,21 @@ def test_a_game_that_leaves_wakes_the_waiter() -> None:
 
     trio.run(main)
     assert order == ["first ends", "second starts"]
+
+
+def test_take_gives_the_first_game_that_meets_none_in_flight() -> None:
+    from collections import deque
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Game:
+        deal_seed: int
+        bots: tuple[str, ...]
+
+    f = flight()
+    f.enter(7, ("a", "b"))
+    queue = deque([Game(7, ("b", "a")), Game(7, ("c", "heuristic")), Game(8, ("a", "b"))])
+    assert f.take(queue) == Game(7, ("c", "heuristic"))  # the rotation in doubt waits
+    assert list(queue) == [Game(7, ("b", "a")), Game(8, ("a", "b"))]
+    f.enter(8, ("a", "b"))
+    assert f.take(queue) is None and len(queue) == 2  # each would meet a game in flight

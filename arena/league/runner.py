@@ -448,11 +448,9 @@ class League:
         """The next game to play: a queued rotation, else the first of a new set; None
         when this run is to stop deciding sets and none is left."""
         while True:
-            for i, game in enumerate(self.queue):
-                # never a game that meets one in flight on its deal and a bot
-                if not self.flight.clashes(game.deal_seed, game.bots):
-                    del self.queue[i]
-                    return game
+            # never a game that meets one in flight on its deal and a bot
+            if (game := self.flight.take(self.queue)) is not None:
+                return game
             if self.stop and not self.queue:
                 return None
             if self.stop:  # what is queued waits for the games in flight
@@ -462,7 +460,7 @@ class League:
                                           or self.planned < self.max_games)):
                 async with self._decide_lock:
                     if any(not self.flight.clashes(g.deal_seed, g.bots) for g in self.queue):
-                        continue
+                        continue  # a game became free meanwhile
                     if await self._decide():
                         continue
             elif self.max_games is not None and self.planned >= self.max_games \

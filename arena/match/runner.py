@@ -115,10 +115,8 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
 
     async def next_game() -> ScheduledGame | None:
         while True:
-            for i, game in enumerate(ahead):
-                if not flight.clashes(game.deal_seed, game.bots):
-                    del ahead[i]
-                    return game
+            if (game := flight.take(ahead)) is not None:
+                return game
             taken = next(pending, None)  # shared by the workers: each game taken once
             if taken is not None:
                 ahead.append(taken)

@@ -19,9 +19,11 @@ Start-ups happen before a game begins, never on a bot's clock.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -78,6 +80,19 @@ class DealLedger:
         return idle
 
 
+class Dealt(Protocol):
+    """A game as :class:`DealsInFlight` sees it (a scheduled game of any runner)."""
+
+    @property
+    def deal_seed(self) -> int: ...
+
+    @property
+    def bots(self) -> tuple[str, ...]: ...
+
+
+G = TypeVar("G", bound=Dealt)
+
+
 class DealsInFlight:
     """The rule between games in flight, for ``deal`` and ``game`` isolation: no two
     games in flight share a deal and a bot process's bot.
@@ -102,6 +117,15 @@ class DealsInFlight:
         mine = {b for b in bots if self.watched(b)}
         return bool(mine) and any(d == deal and not mine.isdisjoint(b)
                                   for d, b in self._live.values())
+
+    def take(self, queue: deque[G]) -> G | None:
+        """The first game of ``queue`` that meets no game in flight, taken out of it (near
+        the front as a rule: what clashes is in flight); None if every one would."""
+        for i, game in enumerate(queue):
+            if not self.clashes(game.deal_seed, game.bots):
+                del queue[i]
+                return game
+        return None
 
     def enter(self, deal: object, bots: tuple[str, ...]) -> int:
         """A game of ``deal`` with ``bots`` starts; its token for :meth:`leave`."""

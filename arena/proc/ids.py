@@ -62,6 +62,10 @@ class IdMechanism:
     first: int
     count: int
     why_not: str = ""
+    lock_dir: str = ""
+    """Where the leases' lock files are (found once, when active)."""
+    setpriv: str = ""
+    unshare: str = ""
 
     @property
     def active(self) -> bool:
@@ -218,7 +222,8 @@ def id_mechanism() -> IdMechanism:
     programs = _programs()
     if programs is None:
         return IdMechanism(first, count, "util-linux's setpriv, unshare or mount is missing")
-    if _lock_dir() is None:
+    lock_dir = _lock_dir()
+    if lock_dir is None:
         return IdMechanism(first, count, f"none of {', '.join(LOCK_DIRS)} can be made")
     if _stage_dir() is None:
         return IdMechanism(first, count, f"{STAGE_DIR} is not a folder of root's own")
@@ -236,7 +241,8 @@ def id_mechanism() -> IdMechanism:
         return IdMechanism(first, count, f"a bubblewrap run as uid {first} failed here "
                                          f"({why or f'exit {done.returncode}'}); root of a "
                                          f"user namespace cannot take other uids")
-    return IdMechanism(first, count)
+    return IdMechanism(first, count, lock_dir=lock_dir, setpriv=programs["setpriv"],
+                       unshare=programs["unshare"])
 
 
 def lease() -> Lease | None:
@@ -245,13 +251,10 @@ def lease() -> Lease | None:
     mechanism = id_mechanism()
     if not mechanism.active:
         return None
-    folder = _lock_dir()
-    if folder is None:
-        raise OSError(f"cannot make the folder of uid leases ({LOCK_DIRS[0]})")
     for uid in range(mechanism.first, mechanism.first + mechanism.count):
         if uid in _held:
             continue
-        fd = os.open(os.path.join(folder, str(uid)),
+        fd = os.open(os.path.join(mechanism.lock_dir, str(uid)),
                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -373,11 +376,9 @@ def wrapper(lease: Lease, staged: list[Staged]) -> tuple[list[str], list[str]]:
     comes before the shell that joins the cgroups (a mount namespace of the bot's own,
     only where something is staged), and the uid change that follows it (with
     ``--pdeathsig`` again: a uid change clears the parent-death signal)."""
-    programs = _programs()
-    assert programs is not None  # id_mechanism() found them
-    before = ([programs["unshare"], "--mount", "--propagation", "private", "--"]
-              if staged else [])
-    switch = [programs["setpriv"], "--reuid", str(lease.uid), "--regid", str(lease.uid),
+    mechanism = id_mechanism()  # active: it gave the lease
+    before = [mechanism.unshare, "--mount", "--propagation", "private", "--"] if staged else []
+    switch = [mechanism.setpriv, "--reuid", str(lease.uid), "--regid", str(lease.uid),
               "--clear-groups", "--pdeathsig", "KILL", "--"]
     return before, switch
 

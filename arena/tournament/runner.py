@@ -306,10 +306,8 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         """The first queued game that meets no game in flight (waiting while each one
         would); None when the queue is empty."""
         while queue:
-            for i, game in enumerate(queue):
-                if not flight.clashes(game.deal_seed, game.bots):
-                    del queue[i]  # near the front, as a rule: the clashes are in flight
-                    return game
+            if (game := flight.take(queue)) is not None:
+                return game
             await flight.changed()
         return None
 
