@@ -476,3 +476,17 @@ def test_the_stop_does_not_hang_on_a_writer_that_outlives_the_bot(
 
     run_trio(run)
     assert "still here" in (arena_sandbox.tmp / "logs" / "held.log").read_text()
+
+
+@needs_sandbox
+def test_a_start_that_fails_after_its_cgroup_and_uid_leaves_neither(tmp_path: Path) -> None:
+    """The log cannot be made (its folder is a file): one line naming the bot, and the
+    cgroup, the uid lease and the descriptors made for the start are all given back."""
+    (tmp_path / "logs").write_text("a file, not a folder")
+    proc = BotProcess("nolog", RANDOM_PY[4:], tmp_path / "logs" / "nolog.log",
+                      confinement=Confinement())
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(BotStartError, match=r"^bot nolog: cannot make its log: "):
+        proc.spawn()
+    assert proc._cgroup is None and proc._lease is None and proc.pid is None
+    assert set(os.listdir("/proc/self/fd")) <= before  # nothing left open

@@ -172,61 +172,61 @@ class BotProcess:
         info_w: int | None = None
         args_fd: int | None = None
         staged: list[ids.Staged] | None = None
+        log_fd: int | None = None
+        err_r: int | None = None
+        err_w: int | None = None
         try:
-            if confinement.sandbox:
-                self._lease = ids.lease()  # a uid of its own, where the arena is root
-                staged = [] if self._lease is not None else None
-                filter_fd = seccomp_fd()
-                self._info, info_w = os.pipe2(os.O_CLOEXEC)
-                os.set_blocking(self._info, False)
-                # every option in a sealed memfd (--args): none on a command line
-                args_fd = options_fd(bwrap_options(args, cwd, confinement, env, self.hide,
-                                                   seccomp=filter_fd, info_fd=info_w,
-                                                   staged=staged))
-                args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
-                # bubblewrap's own environment (the bot's is cleared and set inside):
-                # only the arena's temporary folder, which says whose sandbox it is
-                env = {"TMPDIR": tempfile.gettempdir()}
-            else:
-                env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
-                       **env}
-            if mechanism.cgroups:
-                self._cgroup = Cgroup(mechanism, confinement.limits, safe_name(self.name)[:40])
-        except (SandboxError, OSError) as e:
-            _close(filter_fd, info_w, args_fd)
+            try:
+                if confinement.sandbox:
+                    self._lease = ids.lease()  # a uid of its own, where the arena is root
+                    staged = [] if self._lease is not None else None
+                    filter_fd = seccomp_fd()
+                    self._info, info_w = os.pipe2(os.O_CLOEXEC)
+                    os.set_blocking(self._info, False)
+                    # every option in a sealed memfd (--args): none on a command line
+                    args_fd = options_fd(bwrap_options(args, cwd, confinement, env,
+                                                       self.hide, seccomp=filter_fd,
+                                                       info_fd=info_w, staged=staged))
+                    args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
+                    # bubblewrap's own environment (the bot's is cleared and set inside):
+                    # only the arena's temporary folder, which says whose sandbox it is
+                    env = {"TMPDIR": tempfile.gettempdir()}
+                else:
+                    env = {**{k: v for k, v in os.environ.items() if k not in _BOT_SECRETS},
+                           **env}
+                if mechanism.cgroups:
+                    self._cgroup = Cgroup(mechanism, confinement.limits,
+                                          safe_name(self.name)[:40])
+            except (SandboxError, OSError) as e:
+                raise _StartFailed(str(e)) from None
+            args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self._lease,
+                                 staged) + args
+            try:  # a new file in a folder of ours: a planted symlink is never followed
+                private_dir(self.log_path.parent)
+                log_fd, self.log_path = open_new_log(self.log_path)
+            except (FolderError, OSError) as e:
+                why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
+                raise _StartFailed(f"cannot make its log: {why}") from None
+            try:
+                # the process's stderr is a pipe of ours, not Popen's: the pump owns its
+                # read end (see LogPump), and the arena holds no copy of the write end
+                err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            except OSError as e:
+                raise _StartFailed(f"cannot make its stderr pipe: {e.strerror}") from None
+            try:
+                self._proc = subprocess.Popen(
+                    args, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=err_w, start_new_session=True,
+                    pass_fds=tuple(fd for fd in (filter_fd, info_w, args_fd) if fd is not None))
+            except OSError as e:
+                raise _StartFailed(f"cannot start {self.command!r}: {e.strerror}") from None
+        except _StartFailed as e:
+            _close(log_fd, err_r)
             self._cleanup()
             raise BotStartError(f"bot {self.name}: {e}") from None
-        args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self._lease,
-                             staged) + args
-        try:  # a new file in a folder of ours: a planted symlink is never followed
-            private_dir(self.log_path.parent)
-            log_fd, self.log_path = open_new_log(self.log_path)
-        except (FolderError, OSError) as e:
-            _close(filter_fd, info_w, args_fd)
-            self._cleanup()
-            why = str(e) if isinstance(e, FolderError) else f"{e.filename}: {e.strerror}"
-            raise BotStartError(f"bot {self.name}: cannot make its log: {why}") from None
-        try:
-            # the process's stderr is a pipe of ours, not Popen's: the pump owns its read
-            # end (see LogPump), and the arena holds no copy of the write end
-            err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        except OSError as e:
-            os.close(log_fd)
-            _close(filter_fd, info_w, args_fd)
-            self._cleanup()
-            raise BotStartError(f"bot {self.name}: cannot make its stderr pipe: "
-                                f"{e.strerror}") from None
-        try:
-            self._proc = subprocess.Popen(
-                args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=err_w, start_new_session=True,
-                pass_fds=tuple(fd for fd in (filter_fd, info_w, args_fd) if fd is not None))
-        except OSError as e:
-            _close(log_fd, filter_fd, info_w, args_fd, err_r, err_w)
-            self._cleanup()
-            raise BotStartError(f"bot {self.name}: cannot start {self.command!r}: "
-                                f"{e.strerror}") from None
-        _close(filter_fd, info_w, args_fd, err_w)  # the child has its own copies
+        finally:
+            _close(filter_fd, info_w, args_fd, err_w)  # the child has its own copies
+        assert log_fd is not None and err_r is not None
         self._drain = LogPump(err_r, log_fd, str(self._proc.pid))
         self._deadline = time.monotonic() + self.startup_s
 
@@ -592,6 +592,10 @@ class BotProcess:
             return
         self._lease = None
         lease.release()
+
+
+class _StartFailed(Exception):
+    """Why a spawn failed (one line), on its way to a :class:`BotStartError`."""
 
 
 def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
