@@ -48,15 +48,13 @@ def rlimit_args(limits: Limits, mechanism: Mechanism, own_uid: bool = False) -> 
 
 
 def _user_processes() -> int:
-    uid = os.getuid()
+    """The tasks (threads) of this user's live processes: the base of its process limit."""
     count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                pass
+    for pid in ids.processes_of(os.getuid()):
+        try:
+            count += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass
     return count
 
 
