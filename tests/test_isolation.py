@@ -614,8 +614,10 @@ def test_two_sandboxed_bots_at_one_table_pass_nothing_through_file_locks(
     assert run.games_done() == games(3, 1)
     reports = learned(run, "locks")
     assert all(r["hands_read"] == 0 and r["cards_right"] == 0 for r in reports), reports
-    senders = [r for r in reports if r["role"] == "send"]
-    assert senders and all(r["lock_errors"].get("setlk") == "EPERM" for r in senders), senders
+    # the senders that played (a spare started ahead may never get a game: one table,
+    # one deal, so its games are played one at a time)
+    senders = [r for r in reports if r["role"] == "send" and r.get("phase") != "start"]
+    assert senders and all(r["lock_errors"].get("setlk") == "EPERM" for r in senders), reports
     assert run.faults() == []
 
 
