@@ -44,6 +44,13 @@ import trio
 from arena.rules import Decision, Game, View, new_game
 from arena.rules.cards import parse_card, parse_suit
 
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # Started as a shell's background job (``make test &`` in a script), the test
+    # processes inherit an ignored SIGINT, and so would every arena they start: its
+    # Ctrl-C and SIGTERM tests would then test the shell, not the arena. A handled
+    # signal is reset to its default at exec, so the arenas start as from a terminal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 FULL_EXAMPLES = os.environ.get("ARENA_HYPOTHESIS") == "full"
 """The property tests' example counts: a fifth of the full count by default (a quick
 ``make test``), the full count where ``ARENA_HYPOTHESIS=full`` (CI: ``.ci/run``)."""
