@@ -382,6 +382,7 @@ PROFILE_GROUPS = (
     ("wire", "wire: requests, results, answers (protobuf included)"),
     ("record", "record at the end of the game"),
     ("bridge", "bridge: trio_grpc.unary_call"),
+    ("clock", "fair clock: stopping and continuing the bots (cgroup freezer)"),
     ("grpc", "grpcio's Python layer (stub .future(), serialize, result)"),
     ("referee", "referee and players (play_game, _ask, decide, notify)"),
     ("trio", "trio: scheduler, nurseries, cancel scopes, wake-ups"),
@@ -397,15 +398,18 @@ def _group(func: tuple[str, int, str]) -> str:
         return "waiting"
     if "/arena/rules/" in path:
         return "rules"
-    if path.endswith("/arena/wire.py"):
-        return "wire"
-    if path.endswith("/arena/record.py"):
-        return "record"
-    if path.endswith("/arena/trio_grpc.py"):
+    if path.endswith("/arena/wire/trio_grpc.py"):
         return "bridge"
+    if "/arena/wire/" in path:
+        return "wire"
+    if path.endswith("/arena/model/record.py"):
+        return "record"
+    if path.endswith(("/arena/proc/cgroup.py", "/arena/proc/process.py",
+                      "/arena/proc/connection.py")):
+        return "clock"
     if "/grpc/" in path:
         return "grpc"
-    if path.endswith(("/arena/referee.py", "/arena/players.py")):
+    if "/arena/play/" in path:
         return "referee"
     if "/trio/" in path or "/outcome/" in path or "/sniffio/" in path:
         return "trio"
@@ -416,7 +420,7 @@ def _group(func: tuple[str, int, str]) -> str:
 
 def profile_groups(stats: pstats.Stats) -> dict[str, float]:
     """Seconds of own time by :data:`PROFILE_GROUPS`; a C function's time goes to its
-    callers' groups in proportion (protobuf's C methods called from arena/wire.py count
+    callers' groups in proportion (protobuf's C methods called from arena/wire/ count
     as wire, from grpc as grpc)."""
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     groups = dict.fromkeys((k for k, _ in PROFILE_GROUPS), 0.0)
