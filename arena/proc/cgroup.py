@@ -584,12 +584,15 @@ def hold_freezer_anchor(base: Path) -> Path | None:
 
     Why: since Linux 6.1 the v1 freezer turns a kernel-wide switch (the static key
     ``freezer_active``) on when a cgroup starts freezing while no other is, and off when
-    the last one thaws; each turn patches the kernel's code on every CPU. With one bot
-    stopped and continued around each of its calls, every stop and continue paid that:
-    107 us of the arena's CPU each, measured here, against 6 us with the switch held on.
-    Held on, the kernel's freezing checks take their slow path everywhere, which costs a
-    test of two flags where a task would sleep or take a signal. (The v2 freezer has no
-    such switch.)"""
+    the last one thaws; each turn patches the kernel's code on every CPU. Where a bot is
+    the only one stopped between its calls (one external bot against built-in ones, as
+    ``arena check-bot`` and ``arena play`` against ``heuristic``), every stop and continue
+    paid that: measured here 120 us for a stop and 103 us for a continue, against 38 and
+    23 us with the switch held on. (At a table of external bots the others are frozen
+    while one is asked, which holds the switch on anyway: the referee benchmark's 4 bots
+    showed no difference.) Held on, the kernel's freezing checks take their slow path,
+    a test of two flags where a task would sleep or take a signal. The v2 freezer has no
+    such switch."""
     global _anchor, _anchor_owner
     with _anchor_lock:
         if _anchor is not None and _anchor_owner == os.getpid():
@@ -601,8 +604,9 @@ def hold_freezer_anchor(base: Path) -> Path | None:
         except OSError:
             _rmdir_quietly(folder)
             return None
+        if _anchor_owner != os.getpid():  # once per process
+            atexit.register(release_freezer_anchor)
         _anchor, _anchor_owner = folder, os.getpid()
-        atexit.register(release_freezer_anchor)
         return folder
 
 
