@@ -225,6 +225,8 @@ def test_the_information_a_table_gives_a_pair_is_a_parameter() -> None:
     # one comparison a pair (set totals) removes less doubt per table: lower scores
     fewer = choose_tables(bots, [], met, 4, 3, seed=1, per_pair=1.0)
     assert fewer[0].reason["score"] < default[0].reason["score"]
+    with pytest.raises(ValueError, match="per_pair"):
+        choose_tables(bots, [], met, 4, 1, per_pair=0.0)
 
 
 def test_what_the_simulation_compares() -> None:

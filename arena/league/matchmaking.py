@@ -116,8 +116,11 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
     ``active`` are the ranked bots, ``house`` the house bots (fillers and anchors of the
     scale); ``met`` counts the tables each pair has shared, keyed by the pair's names in
     sorted order (missing pairs: 0). ``seed`` (or a :class:`random.Random`, which is
-    advanced) breaks ties only. Raises ValueError for fewer bots than seats, a name given
-    twice or a non-finite rating.
+    advanced) breaks ties only. ``per_pair``: the comparisons a table gives each pair of
+    its bots (default ``seats``: one a rotation, as the seats of each game or the same
+    cards are compared; 1 where the ratings compare set totals). Raises ValueError for
+    fewer bots than seats, a name given twice, a non-finite rating or a ``per_pair`` that
+    is not positive.
     """
     bots = [*active, *house]
     names = [b.name for b in bots]
@@ -129,6 +132,8 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
         raise ValueError(f"{len(bots)} bots for {seats} seats")
     if not active:
         raise ValueError("no active bot to rank")
+    if per_pair is not None and not (per_pair > 0 and math.isfinite(per_pair)):
+        raise ValueError(f"per_pair must be positive and finite, not {per_pair}")
     for b in bots:
         if not (math.isfinite(b.elo) and math.isfinite(b.sigma) and b.sigma >= 0):
             raise ValueError(f"bot {b.name!r}: rating {b.elo} ± {b.sigma} is not finite")
