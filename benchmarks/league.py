@@ -7,8 +7,10 @@ median games until Kendall's tau with the true order reaches 0.9, the games from
 true top 3 is the ranking's top 3 in at least 95% (and 90%) of the runs, and each as a
 ratio to random (random / scheduler: above 1 means fewer games than random).
 
-The default run is short (50 and 200 bots, few runs, a minute or two on two busy
-cores), at the ``model`` noise level, and the time of one scheduling decision;
+The default run is short (50 and 200 bots, few runs, a few minutes on two busy
+cores), at the ``model`` noise level, with the ratings comparing the seats of each game
+(``games``, the published leaderboard's comparisons) and the bots that held the same
+cards (``cards``), and the time of one scheduling decision;
 ``ARENA_BENCH_LEAGUE=full`` longer (20 runs at 50 bots, 10 at 200, longer horizons; about
 half an hour). The tables of ``docs/league.md``, at every noise level, come from
 ``python -m benchmarks.league`` (below). Every run is seeded: the same
@@ -44,7 +46,7 @@ import numpy as np
 from arena.league import sim
 from arena.league.live import LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
-from arena.league.sim import SCHEDULERS, Model, Summary, summarise
+from arena.league.sim import ESTIMATORS, SCHEDULERS, Model, Summary, summarise
 from arena.stats.ratings import GameScores
 from benchmarks import Settings
 
@@ -92,10 +94,11 @@ def _show(value: float | None, horizon: int) -> str:
 
 def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: float = 1.0,
              options: dict[str, float] | None = None,
-             schedulers: tuple[str, ...] = SCHEDULERS) -> dict[str, Any]:
+             schedulers: tuple[str, ...] = SCHEDULERS, estimator: str = "games",
+             ) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for size in sizes:
-        model = Model(bots=size.bots, luck_sd=luck, noise_sd=noise)
+        model = Model(bots=size.bots, luck_sd=luck, noise_sd=noise, estimator=estimator)
         summaries: dict[str, Summary] = {}
         seconds: dict[str, float] = {}
         trajectories: dict[str, list[sim.Trajectory]] = {}
@@ -108,7 +111,8 @@ def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: flo
             trajectories[scheduler] = runs
         base = summaries.get("random", Summary("random", 0, None, None, None, 0))
         print(f"{size.bots} bots + {model.house} house, {model.seats} seats, luck {luck}, "
-              f"noise {noise}, {size.runs} runs (seeds 0-{size.runs - 1}) of "
+              f"noise {noise}, ratings compare {estimator}, {size.runs} runs "
+              f"(seeds 0-{size.runs - 1}) of "
               f"{size.max_games} games, matchmaking options {options or {}}:", file=out)
         print("| scheduler | games to tau >= 0.9 (median) | vs random | games to top 3 "
               "(95% of runs) | vs random | (90% of runs) | vs random | s |", file=out)
@@ -194,14 +198,27 @@ def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
         live.step()
         full.append(time.perf_counter() - t0)
     per_game = statistics.median(local) + statistics.median(full) / live.refresh_every
+    cards = LiveRatings((f"bot{b}" for b in range(LIVE_BOTS)),
+                        {"house0": 1450.0, "house1": 1550.0}, compare="cards")
+    for game in history:
+        cards.record(game, update=False)
+    cards.settle()
+    cards.refresh_every = 10**9
+    by_cards: list[float] = []
+    for game in fresh[: 50 * repeat]:
+        t0 = time.perf_counter()
+        cards.record(game)
+        by_cards.append(time.perf_counter() - t0)
     figures: dict[str, Any] = {
         "bots": LIVE_BOTS, "games": LIVE_GAMES, "load_and_settle_s": round(load, 1),
         "record_ms": _median_ms(local), "full_step_ms": _median_ms(full),
-        "refresh_every": live.refresh_every, "per_game_ms": round(1000 * per_game, 3)}
+        "refresh_every": live.refresh_every, "per_game_ms": round(1000 * per_game, 3),
+        "record_cards_ms": _median_ms(by_cards)}
     print(f"live ratings, {LIVE_BOTS} bots after {LIVE_GAMES:,} games (medians): one game "
           f"recorded and its local update {figures['record_ms']} ms; a full Newton step "
           f"{figures['full_step_ms']} ms (every {live.refresh_every} games); "
-          f"{figures['per_game_ms']} ms a game in all", file=out)
+          f"{figures['per_game_ms']} ms a game in all; comparing the same cards, one game "
+          f"and its local update {figures['record_cards_ms']} ms", file=out)
     if importlib.util.find_spec("openskill") is not None:
         models = importlib.import_module("openskill.models")
         model = models.PlackettLuce()
@@ -225,7 +242,8 @@ def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
 
 def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     full = os.environ.get("ARENA_BENCH_LEAGUE", "") == "full"
-    figures = simulate(out, FULL if full else SHORT)
+    figures = {estimator: simulate(out, FULL if full else SHORT, estimator=estimator)
+               for estimator in ("games", "cards")}
     decisions = {str(bots): decision_ms(bots) for bots in (50, 200)}
     print(f"one scheduling decision (median): {decisions['50']} ms at 50 bots, "
           f"{decisions['200']} ms at 200", file=out)
@@ -251,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedulers", nargs="+", choices=SCHEDULERS,
                         default=list(SCHEDULERS))
     parser.add_argument("--top-weight", type=float, help="the matchmaking's top_weight")
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="games",
+                        help="what the live ratings compare, for every scheduler (default "
+                             "games: two seats of a game; cards: the bots that held the "
+                             "same cards in a set; sets: totals over a set)")
     parser.add_argument("--timing", action="store_true",
                         help="only the time of one scheduling decision at 50, 200, 500 bots")
     args = parser.parse_args(argv)
@@ -266,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(Size(b, r, b * args.games_per_bot) for b, r in zip(args.bots, runs,
                                                                        strict=True))
     options = {"top_weight": args.top_weight} if args.top_weight is not None else None
-    simulate(sys.stdout, sizes, luck, noise, options, tuple(args.schedulers))
+    simulate(sys.stdout, sizes, luck, noise, options, tuple(args.schedulers), args.estimator)
     return 0
 
 

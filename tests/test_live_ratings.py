@@ -9,7 +9,7 @@ import pytest
 
 from arena.league.live import LiveRatings
 from arena.league.sim import Model, kendall_tau, new_world
-from arena.stats.ratings import GameScores, fit_elo, rate
+from arena.stats.ratings import GameScores, fit_elo, pairwise, rate, same_cards
 
 
 def league(bots: int, sets: int, seed: int) -> tuple[list[GameScores], list[str], dict[str, float]]:
@@ -26,13 +26,15 @@ def league(bots: int, sets: int, seed: int) -> tuple[list[GameScores], list[str]
     return games, world.ranked, {**skills, **{f"elo:{k}": v for k, v in house.items()}}
 
 
-def test_live_order_agrees_with_the_published_order_on_a_settled_league() -> None:
+@pytest.mark.parametrize("compare", ["games", "cards"])
+def test_live_order_agrees_with_the_published_order_on_a_settled_league(compare: str) -> None:
     games, ranked, known = league(40, 1500, seed=3)
     house = {name[4:]: elo for name, elo in known.items() if name.startswith("elo:")}
-    live = LiveRatings(ranked, house)
+    live = LiveRatings(ranked, house, compare=compare)
     for game in games:  # as the league would: one update after every game
         live.record(game)
-    published = {r.name: r.elo for r in rate(games, resamples=100, seed=1)}
+    fitted = games if compare == "games" else same_cards(games)
+    published = {r.name: r.elo for r in rate(fitted, resamples=100, seed=1)}
     live_elo = {r.name: r.elo for r in live.ranking()}
     assert set(live_elo) == set(ranked)  # house bots are not ranked
     tau = kendall_tau([live_elo[b] for b in ranked], [published[b] for b in ranked])
@@ -125,3 +127,60 @@ def test_bad_arguments() -> None:
         LiveRatings(house={"h": math.nan})
     with pytest.raises(ValueError, match="refresh_every"):
         LiveRatings(refresh_every=0)
+    with pytest.raises(ValueError, match="compare"):
+        LiveRatings(compare="sets")
+    live = LiveRatings(compare="cards")
+    live.record(GameScores("u", ("a", "b", "c"), (1.0, 2.0, 3.0)))
+    with pytest.raises(ValueError, match="seats"):
+        live.record(GameScores("u", ("a", "b"), (1.0, 2.0)))
+    with pytest.raises(ValueError, match="seats"):
+        same_cards([GameScores("u", ("a", "b", "c"), (1.0, 2.0, 3.0)),
+                    GameScores("u", ("a", "b"), (1.0, 2.0))])
+
+
+def test_same_cards_comparisons_are_free_of_the_deals_luck() -> None:
+    """Without play noise, every comparison of the same cards is won by the better bot;
+    comparisons of the seats of one game are not (the cards' luck decides some)."""
+    world = new_world(Model(bots=10, seats=4, luck_sd=2.0, noise_sd=0.0), seed=2)
+    rng = np.random.default_rng(2)
+    games: list[GameScores] = []
+    for _ in range(60):
+        games += world.play([int(b) for b in rng.choice(10, 4, replace=False)])
+    skill = dict(zip(world.names, world.skills, strict=True))
+
+    def upsets(fitted: list[GameScores]) -> float:
+        names, wins = pairwise(fitted)
+        return sum(float(wins[i, j]) for i, a in enumerate(names)
+                   for j, b in enumerate(names) if skill[a] < skill[b])
+
+    cards = same_cards(games)
+    assert upsets(cards) == 0 and upsets(games) > 50
+    # 4 seats x 6 pairs a set: as many comparisons as the games give
+    assert pairwise(cards)[1].sum() == pairwise(games)[1].sum() == 60 * 24
+    # and the live ratings compare the same: after each game, or with the sets
+    # interleaved (a unit's games need not follow one another); with play noise, so that
+    # the fit is not at the prior's mercy
+    noisy = new_world(Model(bots=10, seats=4, luck_sd=2.0, noise_sd=1.0), seed=2)
+    games = []
+    for _ in range(60):
+        games += noisy.play([int(b) for b in rng.choice(10, 4, replace=False)])
+    cards = same_cards(games)
+    one, mixed = LiveRatings(compare="cards"), LiveRatings(compare="cards")
+    for game in games:
+        one.record(game)
+    for k in range(4):
+        for game in games[k::4]:
+            mixed.record(game, update=False)
+    one.settle()
+    mixed.settle()
+    published = fit_elo(cards)
+    shift = np.mean([one.rating(b).elo - published[b] for b in published])
+    for b in published:
+        assert one.rating(b).elo - shift == pytest.approx(published[b], abs=0.5)
+        assert mixed.rating(b).elo == pytest.approx(one.rating(b).elo, abs=1e-6)
+    # a unit's first game has nothing to be compared with yet
+    first = LiveRatings(compare="cards")
+    first.record(games[0])
+    assert first._wins.sum() == 0.0
+    first.record(games[1])
+    assert first._wins.sum() == 4.0

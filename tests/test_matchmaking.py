@@ -4,6 +4,7 @@ measured in (duplicate luck, the schedulers, the summaries)."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from statistics import mean
@@ -214,3 +215,37 @@ def test_the_simulation_passes_the_matchmaking_options_and_is_seeded() -> None:
     # every table "new" until each bot has a million games: a different schedule
     b = run(model, "matchmaking", 3, 300, {"new_games": 10**6})
     assert a != b
+
+
+def test_the_information_a_table_gives_a_pair_is_a_parameter() -> None:
+    bots = field(24, sigma=60.0)
+    met = {("b01", "b02"): 3}
+    default = choose_tables(bots, [], met, 4, 3, seed=1)
+    assert default == choose_tables(bots, [], met, 4, 3, seed=1, per_pair=4.0)
+    # one comparison a pair (set totals) removes less doubt per table: lower scores
+    fewer = choose_tables(bots, [], met, 4, 3, seed=1, per_pair=1.0)
+    assert fewer[0].reason["score"] < default[0].reason["score"]
+    with pytest.raises(ValueError, match="per_pair"):
+        choose_tables(bots, [], met, 4, 1, per_pair=0.0)
+
+
+def test_what_the_simulation_compares() -> None:
+    from arena.league.sim import house_elo
+    games, cards, sets = (Model(luck_sd=1.5, noise_sd=1.0, estimator=e)
+                          for e in ("games", "cards", "sets"))
+    # the same cards leave the play noise only; a set's totals half of it at 4 seats
+    assert games.comparison_sd() == pytest.approx(math.sqrt(6.5))
+    assert cards.comparison_sd() == pytest.approx(math.sqrt(2.0))
+    assert sets.comparison_sd() == pytest.approx(math.sqrt(0.5))
+    assert house_elo(cards, 1.0) - 1500 > house_elo(games, 1.0) - 1500 > 0
+    with pytest.raises(ValueError, match="estimator"):
+        Model(estimator="margins").comparison_sd()
+    # every scheduler with each: seeded, and the luck-free comparisons rank better (the
+    # model level: luck 1.5 against play noise 1)
+    final = {}
+    for model in (games, cards, sets):
+        small = Model(bots=16, luck_sd=1.5, noise_sd=1.0, estimator=model.estimator)
+        a = run(small, "random", 1, 400)
+        assert a == run(small, "random", 1, 400)
+        final[model.estimator] = mean(run(small, "random", s, 400).tau[-1] for s in range(6))
+    assert final["cards"] > final["games"]

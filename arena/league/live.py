@@ -13,7 +13,9 @@ games a full Newton step (one n × n inverse) moves every strength and refreshes
 uncertainties. A settled fit (:meth:`LiveRatings.settle`) is the maximum of the
 objective.
 
-Two things differ from :func:`arena.ratings.rate`:
+With ``compare="cards"`` a comparison is between two bots that held the same seat's
+cards in one duplicate set (the luck of the deal cancels; ``docs/league.md`` measures
+what that gains). Two things differ from :func:`arena.ratings.rate`:
 
 - **Anchors.** House bots have a fixed rating: they anchor the scale, are shown, and are
   not ranked. The prior's virtual opponent sits at ``prior_elo`` (default 1500) instead
@@ -48,6 +50,9 @@ BASE_ELO = 1500.0
 INFLATION = 1.0
 """The default ``inflation`` of the curvature standard error (see the module docstring)."""
 REFRESH_EVERY = 50
+COMPARE = ("games", "cards")
+"""What a comparison is (see :class:`LiveRatings`): two seats of one game, or two bots
+that held the same seat's cards in the rotations of one duplicate set."""
 """Games between two full Newton steps of :meth:`LiveRatings.record`."""
 _MAX_STEP = 4.0  # no strength moves more than this (natural-log units) in one step
 _TOLERANCE = 1e-9  # settle() stops when no strength would move more than this
@@ -76,11 +81,27 @@ class LiveRatings:
     virtual opponent at ``prior_elo`` keep unbeaten and winless bots finite, as in
     :mod:`arena.stats.ratings`. Raises ValueError for a non-positive prior or inflation, or a
     non-finite house rating.
+
+    ``compare``: ``games`` (the default, as :func:`arena.stats.ratings.rate`) compares
+    every two seats of a game, k(k − 1)/2 comparisons; ``cards`` compares the bots that
+    held the same seat's cards in the rotations of one duplicate set (the games of one
+    ``unit``, whose seat s has the same hand in every rotation), as duplicate bridge
+    scores a board: the luck of the cards cancels from every comparison, and a complete
+    set of k rotations gives as many comparisons as ``games`` (k(k − 1)/2 per seat). The
+    published fit of the same comparisons is ``rate(same_cards(games))``
+    (:func:`arena.stats.ratings.same_cards`). A unit's first game has nothing to be
+    compared with yet.
     """
 
     def __init__(self, bots: Iterable[str] = (), house: Mapping[str, float] | None = None, *,
                  prior_draws: float = 1.0, prior_elo: float = BASE_ELO,
-                 inflation: float = INFLATION, refresh_every: int = REFRESH_EVERY) -> None:
+                 inflation: float = INFLATION, refresh_every: int = REFRESH_EVERY,
+                 compare: str = "games") -> None:
+        if compare not in COMPARE:
+            raise ValueError(f"compare must be one of {COMPARE}, not {compare!r}")
+        self.compare = compare
+        self._held: dict[str, list[list[tuple[int, float]]]] = {}
+        """``cards``: per open unit and seat, who held those cards so far and scored what."""
         if not (prior_draws > 0 and math.isfinite(prior_draws)):
             raise ValueError(f"prior_draws must be positive and finite, not {prior_draws}")
         if not (inflation > 0 and math.isfinite(inflation)):
@@ -147,23 +168,30 @@ class LiveRatings:
     # -- results ---------------------------------------------------------------------
 
     def record(self, game: GameScores, *, update: bool = True) -> None:
-        """Add one game's comparisons (the higher score wins, equal scores half each) and,
+        """Add one game's comparisons (the higher score wins, equal scores half each; with
+        ``compare="cards"`` each seat's score against those of the bots that held the same
+        seat in the unit's earlier games) and,
         with ``update``, bring the ratings up to date: a local step (below), and a full
         Newton :meth:`step` every ``refresh_every`` games. Bots not seen yet are added."""
         ids = [self.add_bot(b) for b in game.bots]
-        wins = self._wins
-        for a in range(len(ids)):
-            self._games[ids[a]] += 1
-            for b in range(a + 1, len(ids)):
-                sa, sb = game.scores[a], game.scores[b]
-                i, j = ids[a], ids[b]
-                if sa > sb:
-                    wins[i, j] += 1.0
-                elif sb > sa:
-                    wins[j, i] += 1.0
-                else:
-                    wins[i, j] += 0.5
-                    wins[j, i] += 0.5
+        for i in ids:
+            self._games[i] += 1
+        if self.compare == "games":
+            for a in range(len(ids)):
+                for b in range(a + 1, len(ids)):
+                    self._compare(ids[a], game.scores[a], ids[b], game.scores[b])
+        else:
+            held = self._held.setdefault(game.unit, [[] for _ in ids])
+            if len(held) != len(ids):
+                raise ValueError(f"game in unit {game.unit!r} has {len(ids)} seats, its "
+                                 f"unit's other games {len(held)}")
+            for s, (i, score) in enumerate(zip(ids, game.scores, strict=True)):
+                for j, other in held[s]:
+                    if j != i:
+                        self._compare(i, score, j, other)
+                held[s].append((i, score))
+            if len(held[0]) >= len(ids):  # every rotation played: the set is complete
+                del self._held[game.unit]
         self._since += 1
         if update:
             self._local([i for i in dict.fromkeys(ids) if not self._house[i]])
@@ -171,6 +199,16 @@ class LiveRatings:
                 self.step()
         else:
             self._stale = True
+
+    def _compare(self, i: int, si: float, j: int, sj: float) -> None:
+        """One comparison: the higher score wins, equal scores half each."""
+        if si > sj:
+            self._wins[i, j] += 1.0
+        elif sj > si:
+            self._wins[j, i] += 1.0
+        else:
+            self._wins[i, j] += 0.5
+            self._wins[j, i] += 0.5
 
     def record_set(self, games: Iterable[GameScores]) -> None:
         """Add a finished duplicate set (or any games), then take one full Newton step."""

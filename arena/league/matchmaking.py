@@ -110,14 +110,17 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
                   seed: int | random.Random = 0, new_games: int = NEW_GAMES,
                   candidates: int = CANDIDATES, top: int = TOP,
                   top_weight: float = TOP_WEIGHT, met_weight: float = MET_WEIGHT,
-                  ) -> list[Choice]:
+                  per_pair: float | None = None) -> list[Choice]:
     """The next ``count`` tables of ``seats`` bots, each with its reason.
 
     ``active`` are the ranked bots, ``house`` the house bots (fillers and anchors of the
     scale); ``met`` counts the tables each pair has shared, keyed by the pair's names in
     sorted order (missing pairs: 0). ``seed`` (or a :class:`random.Random`, which is
-    advanced) breaks ties only. Raises ValueError for fewer bots than seats, a name given
-    twice or a non-finite rating.
+    advanced) breaks ties only. ``per_pair``: the comparisons a table gives each pair of
+    its bots (default ``seats``: one a rotation, as the seats of each game or the same
+    cards are compared; 1 where the ratings compare set totals). Raises ValueError for
+    fewer bots than seats, a name given twice, a non-finite rating or a ``per_pair`` that
+    is not positive.
     """
     bots = [*active, *house]
     names = [b.name for b in bots]
@@ -129,6 +132,8 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
         raise ValueError(f"{len(bots)} bots for {seats} seats")
     if not active:
         raise ValueError("no active bot to rank")
+    if per_pair is not None and not (per_pair > 0 and math.isfinite(per_pair)):
+        raise ValueError(f"per_pair must be positive and finite, not {per_pair}")
     for b in bots:
         if not (math.isfinite(b.elo) and math.isfinite(b.sigma) and b.sigma >= 0):
             raise ValueError(f"bot {b.name!r}: rating {b.elo} ± {b.sigma} is not finite")
@@ -147,9 +152,10 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
     gap = np.abs(mu[:, None] - mu[None, :])
     spread = var[:, None] + var[None, :]
     wrong = _phi(-gap / np.sqrt(spread))  # P(i and j are in the wrong order)
-    wrong[:, ranked:] = 0.0  # house bots are not ranked
-    wrong[ranked:, :] = 0.0
-    np.fill_diagonal(wrong, 0.0)
+    weight = np.ones((n, n))
+    weight[:, ranked:] = 0.0  # house bots are not ranked
+    weight[ranked:, :] = 0.0
+    np.fill_diagonal(weight, 0.0)
     if top_weight > 0 and 0 < top < ranked:
         # the top of the table matters more: a pair whose order may decide who is in the
         # top `top` weighs 1 + top_weight * ranked / top times as much
@@ -159,12 +165,13 @@ def choose_tables(active: Sequence[BotState], house: Sequence[BotState],
         inside = np.zeros(n)
         inside[:ranked] = _phi((mu[:ranked] - cut) / sd)
         straddle = inside[:, None] * (1 - inside[None, :]) + inside[None, :] * (1 - inside[:, None])
-        wrong *= 1.0 + top_weight * ranked / top * straddle
+        weight *= 1.0 + top_weight * ranked / top * straddle
     close = 1.0 / (1.0 + np.exp(-(mu[:, None] - mu[None, :])))
     close = close * (1.0 - close)  # p (1 - p) of one comparison
     tie = [names[i] for i in range(n)]
     order = {name: k for k, name in enumerate(_shuffled(rng, tie))}
-    state = _State(mu, var, wrong, close * seats, discount, counts, seats)
+    each = float(seats if per_pair is None else per_pair)
+    state = _State(mu, var, wrong * weight, close * each, discount, counts, seats, each)
 
     choices: list[Choice] = []
     used: set[int] = set()
@@ -213,8 +220,9 @@ class _State:
     """The arrays the scores are computed from (natural-log units)."""
 
     def __init__(self, mu: Array, var: Array, wrong: Array, info: Array, discount: Array,
-                 counts: Array, seats: int) -> None:
+                 counts: Array, seats: int, per_pair: float) -> None:
         self.mu, self.var, self.wrong, self.info, self.seats = mu, var, wrong, info, seats
+        self.per_pair = per_pair
         self.discount, self.counts = discount, counts
         self.spread = var[:, None] + var[None, :]
         self.weight = info * discount
@@ -249,7 +257,7 @@ class _State:
         """Each anchor's expected misorderings removed by a typical table: one with
         S − 1 equal opponents, information ``S (S − 1) / 4``."""
         values = np.zeros(len(self.mu))
-        typical = self.seats * (self.seats - 1) / 4.0
+        typical = self.per_pair * (self.seats - 1) / 4.0
         a = np.array(anchors, dtype=np.int64)
         after = 1.0 / (1.0 / self.var[a] + typical)
         removed = 1.0 - np.sqrt((after[:, None] + self.var[None, :]) / self.spread[a])

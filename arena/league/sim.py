@@ -21,6 +21,12 @@ ratings (:class:`arena.league.live.LiveRatings`) take a full Newton step, and th
 of the ranked bots (house bots left out) is compared with the true order: Kendall's tau,
 and whether the true top 3 are its top 3 (as a set).
 
+**What is compared** (:attr:`Model.estimator`, the same for every scheduler of a run):
+``games``, every two seats of a game (the published leaderboard's comparisons);
+``cards``, the bots that held the same seat's cards in one set (``compare="cards"`` of
+:class:`arena.league.live.LiveRatings`: the luck cancels); ``sets``, each bot's total over
+a set against the others' (one comparison a pair and set).
+
 Pure: every draw comes from generators seeded by the arguments.
 """
 
@@ -44,6 +50,8 @@ from arena.tournament.balanced import balanced_tables
 Array = npt.NDArray[np.float64]
 
 SCHEDULERS = ("matchmaking", "random", "balanced")
+ESTIMATORS = ("games", "cards", "sets")
+"""What the live ratings compare (:attr:`Model.estimator`)."""
 ROUND_SHARE = 4
 """A round seats a quarter of the field (tables at once, each bot at most once): the
 ratings are updated after every round, and a scheduler may give some bots more games."""
@@ -61,6 +69,20 @@ class Model:
     """House bots, at the quantiles k / (house + 1) of the skills."""
     luck_sd: float = 1.5
     noise_sd: float = 1.0
+    estimator: str = "games"
+    """What the ratings compare (:data:`ESTIMATORS`): ``games``, each game's scores;
+    ``cards``, the scores of the bots that held the same seat's cards in a set;
+    ``sets``, each bot's total over a set."""
+
+    def comparison_sd(self) -> float:
+        """The standard deviation of one comparison's score difference, skill apart."""
+        if self.estimator == "games":
+            return math.sqrt(2.0 * (self.luck_sd ** 2 + self.noise_sd ** 2))
+        if self.estimator == "cards":
+            return math.sqrt(2.0) * self.noise_sd
+        if self.estimator == "sets":  # totals: S times the skill, 2 S noise variances
+            return math.sqrt(2.0 / self.seats) * self.noise_sd
+        raise ValueError(f"unknown estimator {self.estimator!r}")
 
     def house_skills(self) -> list[float]:
         normal = NormalDist()
@@ -70,7 +92,7 @@ class Model:
 def house_elo(model: Model, skill: float) -> float:
     """The Bradley-Terry Elo a skill implies: one comparison is won with probability
     Φ(Δ / √(2 (luck² + noise²))), and logit ≈ 1.702 probit."""
-    scale = math.sqrt(2.0 * (model.luck_sd ** 2 + model.noise_sd ** 2))
+    scale = model.comparison_sd()
     return BASE_ELO + ELO_PER_NAT * _LOGIT_PER_PROBIT * skill / scale
 
 
@@ -128,7 +150,8 @@ def new_world(model: Model, seed: int) -> World:
                                                           range(model.house)]
     house = {names[model.bots + k]: house_elo(model, s)
              for k, s in enumerate(model.house_skills())}
-    live = LiveRatings(names[: model.bots], house)
+    live = LiveRatings(names[: model.bots], house,
+                       compare="cards" if model.estimator == "cards" else "games")
     return World(model, skills, names, np.random.default_rng([seed, 2]), live,
                  np.zeros(len(names)))
 
@@ -215,12 +238,23 @@ class Trajectory:
                     None)
 
 
+def set_totals(games: Sequence[GameScores]) -> GameScores:
+    """One duplicate set's games as one comparison of totals: each bot's score summed over
+    the rotations (the seat's luck cancels: every bot held every seat's cards once)."""
+    totals: dict[str, float] = {}
+    for game in games:
+        for bot, score in zip(game.bots, game.scores, strict=True):
+            totals[bot] = totals.get(bot, 0.0) + score
+    return GameScores(games[0].unit, tuple(totals), tuple(totals.values()))
+
+
 def run(model: Model, scheduler: str, seed: int, max_games: int,
         options: Mapping[str, float] | None = None) -> Trajectory:
     """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
     more); ``options`` go to the matchmaking (:func:`matchmaking_tables`). Every run plays
     to the same horizon: stopping a run once it looks right would count its lucky rounds
     as right for good."""
+    estimator = model.estimator
     world = new_world(model, seed)
     rng = random.Random(seed * 7919 + SCHEDULERS.index(scheduler))
     per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
@@ -237,15 +271,22 @@ def run(model: Model, scheduler: str, seed: int, max_games: int,
     tops: list[bool] = []
     while world.played < max_games:
         if scheduler == "matchmaking":
-            tables = matchmaking_tables(world, per_round, rng, options)
+            kwargs = dict(options or {})
+            if estimator == "sets":
+                kwargs.setdefault("per_pair", 1.0)
+            tables = matchmaking_tables(world, per_round, rng, kwargs)
         elif scheduler == "random":
             tables = random_tables(world, per_round, rng)
         else:
             start = world.units
             tables = source[start: start + per_round]
         for table in tables:
-            for game in world.play(table):
-                world.live.record(game, update=False)
+            played = world.play(table)
+            if estimator == "sets":
+                world.live.record(set_totals(played), update=False)
+            else:
+                for game in played:
+                    world.live.record(game, update=False)
         world.live.step()
         elo = world.live.elo_array(world.ranked)
         games.append(world.played)

@@ -43,6 +43,7 @@ __all__ = [
     "mean_and_se",
     "pairwise",
     "rate",
+    "same_cards",
 ]
 
 
@@ -131,6 +132,29 @@ def _comparisons(game: GameScores) -> Iterable[tuple[str, str, float]]:
             else:
                 yield game.bots[a], game.bots[b], 0.5
                 yield game.bots[b], game.bots[a], 0.5
+
+
+def same_cards(games: Iterable[GameScores]) -> list[GameScores]:
+    """The comparisons of equal cards, as games: for each unit (duplicate set, whose games
+    are rotations of one deal: seat s holds the same hand in each) and each seat, one
+    "game" of the bots that held that seat, with their scores there. ``rate(same_cards(
+    games))`` rates who played the same cards better, free of the deal's luck (the
+    ``cards`` comparisons of :class:`arena.league.live.LiveRatings`). A seat held by one
+    bot only (a unit of one game) gives nothing; raises ValueError for a unit whose games
+    differ in their number of seats, or a seat held twice by one bot."""
+    units: dict[str, list[GameScores]] = {}
+    for game in games:
+        units.setdefault(game.unit, []).append(game)
+    out: list[GameScores] = []
+    for unit, played in units.items():
+        seats = len(played[0].bots)
+        if any(len(g.bots) != seats for g in played):
+            raise ValueError(f"unit {unit!r} has games of different numbers of seats")
+        if len(played) < 2:
+            continue
+        out += [GameScores(unit, tuple(g.bots[s] for g in played),
+                           tuple(g.scores[s] for g in played)) for s in range(seats)]
+    return out
 
 
 def _names(games: Sequence[GameScores], bots: Iterable[str]) -> list[str]:
