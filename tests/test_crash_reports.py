@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,4 +184,7 @@ def test_a_tournament_reports_how_the_bot_died(arena_sandbox: Sandbox, name: str
     assert log.parent == out / "logs"
     board = json.loads((out / "leaderboard.json").read_text())
     (row,) = [b for b in board["bots"] if b["name"] == "dier"]
-    assert row["faults"][death.kind] == len(faults)
+    # every fault counted under its kind (on a loaded machine a restarted bot may also
+    # time out: a fault of another kind, counted as such)
+    assert {kind: n for kind, n in row["faults"].items() if n} == Counter(
+        f["kind"] for f in faults)
