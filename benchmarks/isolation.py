@@ -377,27 +377,30 @@ async def one_start(spec: BotSpec, confinement: Confinement, view: View, logs: P
     return hello - start, bid - start
 
 
-async def _startups(starts: int, work: Path) -> list[tuple[str, StartSeries, StartSeries]]:
+async def _startups(starts: int, work: Path
+                    ) -> list[tuple[str, StartSeries, StartSeries, StartSeries]]:
     view = first_bid_view()
     bots: list[tuple[str, tuple[Path, ...]]] = [(PYTHON_BOT, ())]
     if node_ready():
         bots.append((NODE_BOT, (ROOT / "proto",)))
-    results: list[tuple[str, StartSeries, StartSeries]] = []
+    results: list[tuple[str, StartSeries, StartSeries, StartSeries]] = []
     n = 0
     for text, read_only in bots:
         spec = BotSpec.parse(text)
         kinds = [(StartSeries("sandboxed"), Confinement(sandbox=True, read_only=read_only)),
-                 (StartSeries("plain"), Confinement(sandbox=False, read_only=read_only))]
+                 (StartSeries("plain"), Confinement(sandbox=False, read_only=read_only)),
+                 (StartSeries("system"), Confinement(sandbox=True, read_only=read_only,
+                                                     view="system"))]
         for _, confinement in kinds:  # untimed: the files in the page cache
             n += 1
             await one_start(spec, confinement, view, work / "logs", n)
         for i in range(starts):
-            for series, confinement in (kinds if i % 2 == 0 else kinds[::-1]):
+            for series, confinement in kinds[i % 3:] + kinds[:i % 3]:
                 n += 1
                 to_hello, to_bid = await one_start(spec, confinement, view, work / "logs", n)
                 series.to_hello.append(to_hello)
                 series.to_bid.append(to_bid)
-        results.append((str(spec), kinds[0][0], kinds[1][0]))
+        results.append((str(spec), kinds[0][0], kinds[1][0], kinds[2][0]))
     return results
 
 
@@ -411,15 +414,17 @@ def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
         tempfile.tempdir = saved
     print(f"start-up: BotProcess.spawn() to the first answered Bid (BotConnection.open: "
           f"spawn, health, Hello; then RemotePlayer.decide on a Wizard bid); sandboxed = "
-          f"bubblewrap, plain = Confinement(sandbox=False) (cgroup and rlimits kept); "
-          f"{starts} starts of each, alternating, after one untimed each; medians in ms",
+          f"bubblewrap with the default view (runtime: its files read into the page cache "
+          f"first), system = bubblewrap showing all of /usr and /opt (nothing read in), "
+          f"plain = Confinement(sandbox=False) (cgroup and rlimits kept); "
+          f"{starts} starts of each, rotated, after one untimed each; medians in ms",
           file=out)
-    width = max(len(label) for label, _, _ in results)
+    width = max(len(label) for label, _, _, _ in results)
     print(f"  {'bot':<{width}}  {'kind':<9}  {'to Hello':>8}  {'to Bid':>6}  {'[min..max]'}",
           file=out)
     figures: dict[str, Any] = {}
-    for label, boxed, plain in results:
-        for series in (boxed, plain):
+    for label, boxed, plain, system in results:
+        for series in (boxed, system, plain):
             span = f"[{min(series.to_bid) * 1000:.0f}..{max(series.to_bid) * 1000:.0f}]"
             print(f"  {label:<{width}}  {series.label:<9}  "
                   f"{median(series.to_hello) * 1000:8.0f}  "
@@ -428,13 +433,17 @@ def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
         extra = (median(boxed.to_bid) - median(plain.to_bid)) * 1000
         print(f"  {label:<{width}}  ratio sandboxed / plain, to Bid: {ratio:.2f} "
               f"({extra:+.0f} ms)", file=out)
+        view_ratio = median(boxed.to_bid) / median(system.to_bid)
+        print(f"  {label:<{width}}  ratio runtime view / system view, to Bid: "
+              f"{view_ratio:.2f}", file=out)
         figures[label] = {
             "starts": starts,
             **{s.label: {"to_hello_ms": round(median(s.to_hello) * 1000, 1),
                          "to_bid_ms": round(median(s.to_bid) * 1000, 1),
                          "to_bid_ms_runs": [round(x * 1000, 1) for x in s.to_bid]}
-               for s in (boxed, plain)},
+               for s in (boxed, plain, system)},
             "ratio_sandboxed_to_plain": round(ratio, 3),
+            "ratio_runtime_to_system_view": round(view_ratio, 3),
         }
     if not node_ready():
         print("  node sample left out: node or sample_bots/node/node_modules missing",

@@ -796,9 +796,12 @@ def test_a_sandboxed_bot_reads_no_page_cache_bit_by_timing(world: World) -> None
     concurrency, with fewer deals than games in flight)."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: nothing to reclaim with")
-    run = run_tournament(world, "pages-timing",
-                         pagecache_field(world, "timing", data_file(world)),
-                         concurrency=2).check()
+    # ``view = "system"``: the default view would read the data file (in the bot's own
+    # folder) into the cache before the bot starts, and close the channel on its own
+    # (tests/test_view.py); here the reclaim and the in-flight rule are under test
+    field = [{**b, "view": "system"} if b["name"] == "pages" else b
+             for b in pagecache_field(world, "timing", data_file(world))]
+    run = run_tournament(world, "pages-timing", field, concurrency=2).check()
     assert run.games_done() == games(3, 1)
     assert same_deal_overlaps(run) == [], same_deal_overlaps(run)
     reports = learned(run, "pagecache")
@@ -827,10 +830,14 @@ def test_control_without_reclaim_timing_recognises_the_deal(world: World) -> Non
         pytest.skip("no cgroups here: nothing to reclaim with")
     # Read timing is noisy on a loaded machine (other processes evict and warm pages
     # too): the channel must show in one of three tournaments, each on a fresh file.
+    # ``view = "system"``: the default view reads the bot's own folder (the data file)
+    # into the cache before it starts, which closes this channel on its own
+    # (tests/test_view.py); here the reclaim alone is under test.
     tries = []
     for attempt in range(3):
-        run = run_tournament(world, f"pages-timing-control-{attempt}",
-                             pagecache_field(world, "timing", data_file(world)),
+        field = [{**b, "view": "system"} if b["name"] == "pages" else b
+                 for b in pagecache_field(world, "timing", data_file(world))]
+        run = run_tournament(world, f"pages-timing-control-{attempt}", field,
                              concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
         reports = learned(run, "pagecache")
         tries.append(reports)

@@ -13,7 +13,7 @@ from arena.model.errors import SandboxError
 from arena.model.files import (
     atomic_writer,
 )
-from arena.model.limits import Confinement, Limits
+from arena.model.limits import VIEWS, Confinement, Limits
 from arena.model.spec import BUILTIN_BOTS, TOKEN_VARIABLE, BotSpec, BotSpecError, Remote
 from arena.proc.bwrap import sandbox_works
 from arena.rules import OptionError, game_class, option_specs
@@ -30,6 +30,11 @@ def add_sandbox_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--read-only", action="append", default=[], type=Path, metavar="PATH",
                         help="a path cmd: bots may read in their sandbox, besides their own "
                              "folder (repeatable)")
+    parser.add_argument("--view", choices=VIEWS, default="runtime",
+                        help="what the sandbox shows of the machine's files: runtime (what "
+                             "the bot's runtime needs, read into the page cache first; the "
+                             "default) or system (all of /usr and /opt: page-cache timing "
+                             "between bots is then open)")
 
 
 def confinement_from_args(args: argparse.Namespace, needed: bool) -> Confinement:
@@ -42,7 +47,8 @@ def confinement_from_args(args: argparse.Namespace, needed: bool) -> Confinement
             raise SandboxError(f"--read-only {path}: no such file or folder")
     confinement = Confinement(sandbox=not args.no_sandbox,
                               limits=Limits().merged({"memory_mb": args.memory_mb}),
-                              read_only=tuple(p.absolute() for p in args.read_only))
+                              read_only=tuple(p.absolute() for p in args.read_only),
+                              view=args.view)
     if needed and confinement.sandbox:
         why = sandbox_works()
         if why is not None:

@@ -248,7 +248,7 @@ class League:
                        tuple(sorted(_limits(c.limits).items())), read_only, c.env,
                        tuple(str(h) for h in hide if h not in own),
                        None if remote.tls_ca is None else remote.tls_ca.decode(),
-                       remote.server_name, remote.token, remote.insecure)
+                       remote.server_name, remote.token, remote.insecure, c.view)
 
     def _folders(self, only: str | None = None) -> list[Path]:
         folders: list[Path] = []

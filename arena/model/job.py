@@ -43,6 +43,8 @@ class SeatJob:
     server_name: str = ""
     token: str = field(default="", repr=False)
     insecure: bool = False
+    view: str = "runtime"
+    """What its sandbox shows of the machine's files (:attr:`Confinement.view`)."""
 
     def spec(self) -> BotSpec:
         """How to reach the seat's bot."""
@@ -53,7 +55,7 @@ class SeatJob:
     def confinement(self) -> Confinement:
         """How the seat's bot processes are confined."""
         return Confinement(self.sandbox, Limits().merged(dict(self.limits)),
-                           tuple(Path(p) for p in self.read_only), self.env)
+                           tuple(Path(p) for p in self.read_only), self.env, self.view)
 
     def to_key(self) -> str:
         """The seat as one string: equal for seats whose bots may share processes."""
@@ -95,7 +97,7 @@ class GameJob:
                 limits=tuple((str(k), int(v)) for k, v in _get(s, "limits", list)),
                 read_only=tuple(_get(s, "read_only", list)),
                 env=tuple((str(k), str(v)) for k, v in _get(s, "env", list)),
-                hide=tuple(_get(s, "hide", list)),
+                hide=tuple(_get(s, "hide", list)), view=str(s.get("view", "runtime")),
                 tls_ca=s.get("tls_ca"), server_name=_get(s, "server_name", str),
                 token=_get(s, "token", str), insecure=_get(s, "insecure", bool))
                 for s in _get(data, "seats", list))

@@ -35,6 +35,12 @@ class Limits:
 LIMIT_KEYS = ("memory_mb", "processes", "cpu_s", "file_mb", "open_files")
 
 
+VIEWS = ("runtime", "system")
+"""A sandboxed bot's ``view`` of the machine's files: what its runtime needs, read into
+the page cache before it starts (the default); or all of /usr and /opt (open to
+page-cache timing between bots). See :mod:`arena.proc.view`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Confinement:
     """How one bot's processes are confined."""
@@ -46,3 +52,7 @@ class Confinement:
     """Extra paths the bot may read (a model file, a data folder)."""
     env: tuple[tuple[str, str], ...] = ()
     """Extra environment variables granted to the bot."""
+    view: str = "runtime"
+    """What the sandbox shows of the machine's files: ``runtime`` (what the bot's runtime
+    needs, read into the page cache before it starts) or ``system`` (all of /usr and
+    /opt; page-cache timing between bots is then open). See :mod:`arena.proc.view`."""

@@ -157,6 +157,7 @@ class BotConnection:
                 self.name, self.spec.value, self._logs.next_path(self.name),
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
+            await trio.to_thread.run_sync(self._process.warm_view)
             self._process.spawn()
             self._process.pin(self._core)
             self._channel = await self._process.ready()

@@ -16,6 +16,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,9 +37,11 @@ from arena.proc.bwrap import (
     options_fd,
     seccomp_fd,
     spawn_wrapper,
+    warm_roots,
 )
 from arena.proc.cgroup import Cgroup, limit_mechanism
 from arena.proc.logs import LogPump, log_text, open_new_log
+from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
 
 CALLS = {"Hello": "during the hand-shake", "Bid": "during a Bid", "Play": "during a Play",
@@ -53,6 +56,8 @@ EXIT_WAIT_S = 0.5
 """How long a failed call waits for the bot process to have exited (and its last words
 to be in its log), to say how it ended."""
 
+_over_cap_said: list[bool] = []
+"""Whether the warning of a view above the warm cap was given (once a process)."""
 _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
 """Variables of the arena's environment a bot it starts does not inherit: that bot serves
 on a private unix socket, without TLS or a token."""
@@ -337,9 +342,28 @@ class BotProcess:
                 self._cgroup.normal_priority()
 
     async def start(self) -> Channel:
-        """:meth:`spawn`, then :meth:`ready`."""
+        """:meth:`warm_view` (on a thread), :meth:`spawn`, then :meth:`ready`."""
+        await trio.to_thread.run_sync(self.warm_view)
         self.spawn()
         return await self.ready()
+
+    def warm_view(self) -> None:
+        """Read the part of the bot's sandbox view that other bots see too into the page
+        cache, so that reading it sets no bit another bot could time
+        (:mod:`arena.proc.view`). Blocks: call it on a thread, before :meth:`spawn`."""
+        args = command_args(self.command)
+        cwd = (self.cwd or Path.cwd()).absolute()
+        roots, exclude, always = warm_roots(args, cwd, self.confinement, self.hide)
+        if not roots:
+            return
+        done = warm(roots, exclude, always=always)
+        if done.over_cap and not _over_cap_said:
+            _over_cap_said.append(True)
+            print(f"arena: warning: the sandbox view of bot {self.name} is above the "
+                  f"{WARM_CAP_BYTES >> 20} MiB read into the page cache before bots start; "
+                  f"{len(done.over_cap)} files (e.g. {done.over_cap[0]}) are not, and "
+                  f"reading them is a page-cache timing channel between bots",
+                  file=sys.stderr, flush=True)
 
     # -- while it runs ----------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.model.errors import nested_deeper_than, one_line, show
-from arena.model.limits import LIMIT_KEYS, Confinement, Limits
+from arena.model.limits import LIMIT_KEYS, VIEWS, Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
 from arena.proc.cgroup import usable_cores
@@ -121,7 +121,7 @@ ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _SCHEDULE = {"format", "deals", "candidates", "tables_per_bot"}
-_BOT = {"name", "spec", "requires", "sandbox", "read_only", "env", "limits", "tls_ca",
+_BOT = {"name", "spec", "requires", "sandbox", "read_only", "view", "env", "limits", "tls_ca",
         "tls_server_name", "token", "token_env", "insecure"}
 _REMOTE_KEYS = ("tls_ca", "tls_server_name", "token", "token_env", "insecure")
 _TOKEN = re.compile(r"[!-~]+")
@@ -316,6 +316,10 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
             raise ConfigError(f"{where}: {key}.read_only: {show(text)} does not exist "
                               f"(relative paths are taken from the file's folder)")
         paths.append(path)
+    view = entry.get("view", "runtime")
+    if view not in VIEWS:
+        raise ConfigError(f"{where}: {key}.view: expected one of {', '.join(VIEWS)}, got "
+                          f"{one_line(repr(view), 40)}")
     env = _table(where, f"{key}.env", entry.get("env", {}))
     for name, value in env.items():
         if not _ENV_NAME.fullmatch(name) or not isinstance(value, str) or "\0" in value:
@@ -326,7 +330,7 @@ def _confinement(where: str, key: str, entry: dict[str, Any], limits: Limits,
                               f"arena's own")
     return Confinement(sandbox=sandbox,
                        limits=_limits(where, f"{key}.limits", entry.get("limits", {}), limits),
-                       read_only=tuple(paths), env=tuple(sorted(env.items())))
+                       read_only=tuple(paths), env=tuple(sorted(env.items())), view=view)
 
 
 def parse_bots(where: str, raw: Any, limits: Limits, folder: Path, *, table: str = "bots",

@@ -173,7 +173,7 @@ def seat_jobs(config: TournamentConfig) -> dict[str, SeatJob]:
             tuple(asdict(c.limits).items()), tuple(str(p) for p in c.read_only), c.env,
             tuple(str(h) for h in hide if h not in own),
             None if remote.tls_ca is None else remote.tls_ca.decode(), remote.server_name,
-            remote.token, remote.insecure)
+            remote.token, remote.insecure, c.view)
     return seats
 
 

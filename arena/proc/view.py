@@ -1,0 +1,416 @@
+"""What a sandboxed bot sees of the machine's own files, and the page cache of it, read
+in before the bot starts.
+
+The page cache is shared by every process on the machine. A page that no one has read
+reads from disk in a hundred microseconds or more, a cached one in about one: so a bot
+that reads a page no one has read sets a bit that any other bot can read back by the
+time a read takes, and two bots at one table (or at two tables in flight at once) could
+pass their hands. The residency calls (``mincore``, ``cachestat``, ``RWF_NOWAIT``) are
+refused by the seccomp filter and by the bot's own uid; timing cannot be refused. So in
+the default view (``runtime``) every shared file a bot can see has been read into the
+cache by the arena before the bot starts, and reading it sets nothing:
+
+* the view is what the bot's runtime needs, not all of ``/usr`` and ``/opt`` (15 GB on a
+  developer's machine): the programs and libraries (``/usr/bin``, ``/usr/sbin``,
+  ``/usr/local/bin``, the machine's library folder such as ``/usr/lib/x86_64-linux-gnu``),
+  the time zones and the C.UTF-8 locale, and the home of each runtime named by the
+  command or its ``#!`` line: Python (its standard library and the packages on its
+  path, the arena's own SDK), Java (the JDK's folder and ``/usr/share/java``), Node.js
+  (``/usr/share/nodejs``, the global ``node_modules``); plus the bot's ``read_only``
+  extras and its own folder;
+* :func:`warm` reads every file of the shared part (not the bot's own folder, which no
+  other bot sees) into the cache, once per arena process and again when it finds pages
+  gone (:data:`REWARM_S`), up to :data:`WARM_CAP_BYTES`. The pages are charged to the
+  arena's memory cgroup, so a bot cannot evict them: its own cgroup's reclaim reaches
+  only pages it was charged for, and ``fadvise``/``madvise`` eviction is refused.
+
+``view = "system"`` (a bot's key in the tournament file) shows all of ``/usr`` and
+``/opt`` as before and reads nothing in: page-cache timing between bots is then open.
+See ``docs/isolation.md`` ("The page cache")."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import re
+import shutil
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arena.model.limits import VIEWS
+
+__all__ = ["VIEWS", "RuntimeView", "Warmed", "runtime_view", "warm"]
+
+SYSTEM_DIRS = ("/usr", "/opt")
+"""The ``system`` view's folders."""
+
+_BASE = ("/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/lib64", "/usr/share/zoneinfo",
+         "/usr/lib/locale/C.utf8", "/usr/lib/locale/C.UTF-8", "/usr/share/java",
+         "/usr/share/nodejs")
+"""The ``runtime`` view's folders for every bot (with the library folder, :func:`_libdirs`)."""
+
+WARM_CAP_BYTES = 6 << 30
+"""The most of one bot's view that :func:`warm` reads into the page cache (6 GiB): the
+files past it are left out of the cache, and :attr:`Warmed.over_cap` names them."""
+
+REWARM_S = 300.0
+"""A folder warmed this long ago (by any arena process of the user on this machine, as
+noted in ``~/.cache/trick-arena/``) is walked again, and a page the machine's own memory
+pressure evicted since is read in again, at the next bot start that needs it."""
+
+_MAX_SHEBANG = 4
+"""``#!`` lines followed from the command to its interpreter."""
+
+
+def _libdirs() -> list[str]:
+    """The machine's library folders: the multiarch one (``/usr/lib/x86_64-linux-gnu``)."""
+    arch = sysconfig.get_config_var("MULTIARCH")
+    found = [f"/usr/lib/{arch}"] if isinstance(arch, str) and arch else []
+    try:
+        found += sorted(f"/usr/lib/{n}" for n in os.listdir("/usr/lib")
+                        if n.endswith(("-linux-gnu", "-linux-gnueabihf", "-linux-musl")))
+    except OSError:
+        pass
+    return list(dict.fromkeys(found))
+
+
+@dataclass
+class RuntimeView:
+    """The ``runtime`` view of one command: ``shared`` folders and files (seen by other
+    bots too: warmed), and ``exclude``, paths inside them left out of the view."""
+
+    shared: list[Path] = field(default_factory=list)
+    exclude: list[Path] = field(default_factory=list)
+
+
+def _chain(program: Path) -> list[Path]:
+    """The program and the interpreters of its ``#!`` lines (``env NAME`` resolved on the
+    sandbox's PATH)."""
+    chain = [program]
+    for _ in range(_MAX_SHEBANG):
+        try:
+            with open(chain[-1], "rb") as f:
+                head = f.read(256)
+        except OSError:
+            break
+        if not head.startswith(b"#!"):
+            break
+        if len(chain) == 1:
+            chain += _named_runtimes(chain[0])
+        words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+        if not words:
+            break
+        interpreter = words[0]
+        if os.path.basename(interpreter) == "env":
+            names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+            found = shutil.which(names[0], path="/usr/local/bin:/usr/bin:/bin") \
+                if names else None
+            if found is None:
+                chain.append(Path(interpreter))
+                break
+            chain += [Path(interpreter), Path(found)]
+        else:
+            chain.append(Path(interpreter))
+    return chain
+
+
+_PYTHON = re.compile(r"python\d*(\.\d+)?")
+_RUNTIME_WORD = re.compile(rb"(?<![\w./-])(python3(?:\.\d+)?|java|node|nodejs)(?![\w.-])")
+
+
+def _named_runtimes(script: Path) -> list[Path]:
+    """The runtimes a script names as commands (``exec java -jar ...``), found on the
+    sandbox's PATH: their homes join the view."""
+    try:
+        with open(script, "rb") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return []
+    found = []
+    for name in dict.fromkeys(m.group(1).decode() for m in _RUNTIME_WORD.finditer(text)):
+        where = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+        if where is not None:
+            found.append(Path(where))
+    return found
+
+
+def _is_own_python(path: Path) -> bool:
+    return path == Path(sys.executable) or path.resolve() == Path(sys.executable).resolve()
+
+
+def _python(path: Path) -> RuntimeView:
+    """A Python interpreter's home: the standard library and the packages on its path."""
+    view = RuntimeView()
+    if _is_own_python(path):
+        view.shared.append(path.resolve())
+        if sys.prefix != sys.base_prefix:
+            view.shared.append(Path(sys.prefix))  # the venv (pyvenv.cfg, its packages)
+        on_path = [Path(os.path.abspath(p)) for p in sys.path if p and os.path.isdir(p)]
+        source = Path(__file__).resolve().parents[2]  # an editable install's checkout
+        prefixes = [Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
+        for entry in on_path:
+            if entry == source:
+                # the arena's own source folder (an editable install): its package only,
+                # not the checkout (tests, outputs)
+                view.shared.append(entry / "arena")
+            elif any(entry.is_relative_to(p) for p in prefixes):
+                view.shared.append(entry)
+            # (not the arena's working folder, nor what PYTHONPATH adds: a bot's own
+            # packages are in its own folder or its read_only extras)
+        stdlib = Path(sysconfig.get_paths()["stdlib"])
+        view.shared.append(stdlib)
+        for name in ("site-packages", "dist-packages"):
+            if stdlib / name not in on_path:
+                view.exclude.append(stdlib / name)
+        view.exclude.append(stdlib / "test")
+        libdir, library = sysconfig.get_config_var("LIBDIR"), \
+            sysconfig.get_config_var("INSTSONAME")
+        if isinstance(libdir, str) and isinstance(library, str) and library:
+            view.shared.append(Path(libdir) / library)
+        return view
+    # another interpreter: the system's Python folders, and its venv
+    for root in ("/usr/lib", "/usr/local/lib"):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        view.shared += [Path(root) / n for n in names if n.startswith("python3")]
+    venv = path.parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        view.shared.append(venv)
+    view.shared.append(path.resolve())
+    return view
+
+
+def _java(resolved: Path) -> RuntimeView:
+    home = resolved.parents[1] if len(resolved.parents) > 1 else resolved.parent
+    view = RuntimeView()
+    if (home / "lib" / "modules").exists() or (home / "release").exists():
+        view.shared.append(home)
+    view.shared.append(Path("/usr/share/java"))
+    return view
+
+
+def _node() -> RuntimeView:
+    return RuntimeView([Path("/usr/share/nodejs"), Path("/usr/lib/node_modules"),
+                        Path("/usr/local/lib/node_modules")])
+
+
+def _real_folder(path: Path) -> Path:
+    path = Path(os.path.abspath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def runtime_view(program: Path) -> RuntimeView:
+    """The ``runtime`` view's shared part for a command whose program is ``program``
+    (absolute): the base folders, and each runtime of its ``#!`` chain."""
+    view = RuntimeView([Path(p) for p in (*_BASE, *_libdirs())])
+    for path in _chain(program):
+        resolved = path.resolve()
+        name = resolved.name
+        for part in ((_python(path) if _PYTHON.fullmatch(path.name) or
+                      _PYTHON.fullmatch(name) else None),
+                     _java(resolved) if name == "java" else None,
+                     _node() if name in ("node", "nodejs") else None):
+            if part is not None:
+                view.shared += part.shared
+                view.exclude += part.exclude
+        # the program itself and its symbolic links' targets, wherever they are
+        view.shared += [path, resolved]
+    # each path with its folders' symbolic links resolved (/bin/sh is /usr/bin/sh where
+    # /bin links to usr/bin): the view makes the same links
+    view.shared = [p for p in dict.fromkeys(_real_folder(p) for p in view.shared)
+                   if os.path.lexists(p)]
+    view.exclude = list(dict.fromkeys(view.exclude))
+    return view
+
+
+# -- the page cache ---------------------------------------------------------------------
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
+
+
+_SYS_CACHESTAT = {"x86_64": 451, "aarch64": 451}.get(os.uname().machine)
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _cached_pages(fd: int) -> int | None:
+    """The pages of the open file ``fd`` in the page cache (``cachestat``, Linux 6.5), or
+    None where the kernel cannot say."""
+    if _SYS_CACHESTAT is None:
+        return None
+    span, stat = _Range(0, 0), _Stat()  # length 0: to the end of the file
+    if _libc.syscall(_SYS_CACHESTAT, fd, ctypes.byref(span), ctypes.byref(stat), 0) != 0:
+        return None
+    return int(stat.nr_cache)
+
+
+@dataclass
+class Warmed:
+    """What one :func:`warm` did."""
+
+    files: int = 0
+    bytes_seen: int = 0
+    bytes_read: int = 0
+    over_cap: list[Path] = field(default_factory=list)
+    """Files left unread: the cap was reached."""
+    seconds: float = 0.0
+
+
+_lock = threading.Lock()
+
+
+def _state_path() -> Path:
+    """Where the arena notes when it warmed each folder: shared by the arena's processes
+    on the machine, so that every command started does not walk the view again."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trick-arena" / f"warmed-{os.getuid()}.json"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _load_state() -> dict[str, float]:
+    try:
+        with open(_state_path()) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("boot") != _boot_id():
+        return {}
+    roots = data.get("roots")
+    if not isinstance(roots, dict):
+        return {}
+    return {str(k): float(v) for k, v in roots.items() if isinstance(v, (int, float))}
+
+
+def _save_state(state: dict[str, float]) -> None:
+    path = _state_path()
+    now = time.time()
+    fresh = {k: v for k, v in state.items() if now - v < REWARM_S}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        with open(temporary, "w") as f:
+            json.dump({"boot": _boot_id(), "roots": fresh}, f)
+        os.replace(temporary, path)
+    except OSError:
+        pass  # only a cost: the next process walks the view again
+
+
+def _files(root: Path, exclude: Sequence[Path]) -> Iterable[tuple[str, os.stat_result]]:
+    """Every regular file under ``root`` (``root`` itself if it is one), symbolic links not
+    followed, ``exclude`` left out."""
+    skip = {str(p) for p in exclude}
+    try:
+        top = os.stat(root)
+    except OSError:
+        return
+    if not os.path.isdir(root):
+        if os.path.isfile(root):
+            yield str(root.resolve()), top
+        return
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.path in skip:
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry.path, entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+
+
+def _read_in(path: str, st: os.stat_result, buf: bytearray) -> int:
+    """Read ``path`` into the page cache unless it is all there; the bytes read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        pages = (st.st_size + _PAGE - 1) // _PAGE
+        cached = _cached_pages(fd)
+        if cached is not None and cached >= pages:
+            return 0
+        done = 0
+        view = memoryview(buf)
+        while True:
+            try:
+                n = os.readv(fd, [view])
+            except OSError as e:
+                if e.errno == errno.EINTR:
+                    continue
+                break
+            if n <= 0:
+                break
+            done += n
+        return done
+    finally:
+        os.close(fd)
+
+
+def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
+         cap: int = WARM_CAP_BYTES, always: Sequence[Path] = ()) -> Warmed:
+    """Read every file under ``roots`` (but ``exclude``) into the page cache, where it is
+    not all there already, up to ``cap`` bytes of files. A root warmed less than
+    :data:`REWARM_S` ago is skipped, unless it is in ``always`` (a bot's own folder and
+    extras, which change from one run to the next). Blocks (call it off the game loop);
+    one call at a time in a process."""
+    out = Warmed()
+    start = time.monotonic()
+    buf = bytearray(1 << 20)
+    kept: list[Path] = []
+    for root in sorted(dict.fromkeys(roots), key=lambda p: len(p.parts)):
+        if root in always or not any(
+                root.is_relative_to(k) and not any(root.is_relative_to(e) for e in exclude)
+                for k in kept):
+            kept.append(root)  # (not one inside another, walked already)
+    with _lock:
+        state = _load_state()
+        for root in kept:
+            key = str(root)
+            if root not in always and time.time() - state.get(key, -REWARM_S) < REWARM_S:
+                continue
+            complete = True
+            for path, st in _files(root, exclude):
+                out.files += 1
+                out.bytes_seen += st.st_size
+                if out.bytes_seen > cap:
+                    out.over_cap.append(Path(path))
+                    complete = False
+                    continue
+                out.bytes_read += _read_in(path, st, buf)
+            if complete and root not in always:
+                state[key] = time.time()
+        _save_state(state)
+    out.seconds = time.monotonic() - start
+    return out
