@@ -13,6 +13,10 @@ once), it times the same pages and decodes the sender's hand; at the round's end
 checks what it read against the cards each seat played. No system call that the
 seccomp filter refuses is needed: the channel is the time a read takes.
 
+``--channel dentry``: the same through the kernel's cache of directory entries instead
+(``_kernel.DentryBits``: a bit is a name that does not exist in the shared file's
+folder, set by looking it up, read by the time a lookup takes), which no view closes.
+
 ``--control``: the sender reads nothing (the receiver still looks, and must find
 nothing).
 
@@ -22,7 +26,9 @@ Report: ``{"attack": "cachetalk", "role", "file", "sent", "hands_read", "cards_r
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import _hostile
 import _kernel
@@ -33,16 +39,19 @@ from arena.sdk import GameResult, RoundResult, View
 class CacheTalk(_hostile.Legal):
     name = "hostile-cachetalk"
 
-    def __init__(self, role: str, path: str, control: bool) -> None:
+    def __init__(self, role: str, path: str, control: bool, channel: str = "timing") -> None:
         super().__init__()
         self.role = role
         self.control = control
         self.path = path
+        self.channel = channel
         self.lock = threading.Lock()
         self.setup_error = ""
-        self.bits: _kernel.PageBits | None = None
+        self.bits: _kernel.PageBits | _kernel.DentryBits | None = None
+        self.read_s = 0.0
         try:
-            self.bits = _kernel.PageBits(path)
+            self.bits = (_kernel.DentryBits(os.path.dirname(path)) if channel == "dentry"
+                         else _kernel.PageBits(path))
         except OSError as e:
             self.setup_error = f"{path}: {_kernel.errname(e.errno or 0)}"
         self.done: set[tuple[str, int]] = set()
@@ -54,6 +63,7 @@ class CacheTalk(_hostile.Legal):
         _hostile.report("cachetalk", role=self.role, file=self.path, control=self.control,
                         sent=self.sent, looks=self.looks, hands_read=self.hands_read,
                         cards_right=self.right, cards_wrong=self.wrong,
+                        channel=self.channel, read_s=round(self.read_s, 4),
                         setup_error=self.setup_error, **fields)
 
     def _act(self, view: View) -> None:
@@ -72,7 +82,9 @@ class CacheTalk(_hostile.Legal):
                 return  # the sender may not have decided yet in this round
             self.done.add((game, view.round))
             self.looks += 1
+            start = time.perf_counter()
             bits = self.bits.read("timing", key, _kernel.message_bits(1))
+            self.read_s += time.perf_counter() - start
             hands = None if bits is None else _kernel.decode(key, bits, 1)
             if hands is not None:
                 self.read[(game, view.round)] = hands[0]
@@ -116,8 +128,9 @@ if __name__ == "__main__":
     p.add_argument("--role", choices=("send", "recv"), required=True)
     p.add_argument("--shared", default="usr",
                    help="the file both bots read: a path, or 'usr' (the largest library)")
+    p.add_argument("--channel", choices=("timing", "dentry"), default="timing")
     p.add_argument("--control", action="store_true", help="the sender reads nothing")
     args, rest = _hostile.parse(p)
     _hostile.serve(CacheTalk(args.role, _kernel.usr_file("" if args.shared == "usr"
                                                           else args.shared),
-                             args.control), rest)
+                             args.control, args.channel), rest)
