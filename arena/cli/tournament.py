@@ -319,8 +319,14 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
         from arena.proc.ids import id_mechanism
 
         err.print(id_mechanism().describe(), soft_wrap=True, markup=False)
+        err.print("sandbox view: what each bot's runtime needs, read into the page cache "
+                  "before it starts (view = \"runtime\")", soft_wrap=True, markup=False)
     for bot in external:
         conf = bot.confinement
+        if conf.sandbox and conf.view == "system":
+            err.print(f"warning: bot {bot.name} sees all of /usr and /opt (view = "
+                      f"\"system\"), nothing read in first: page-cache timing between bots "
+                      f"is open", soft_wrap=True, markup=False)
         if not conf.sandbox:
             err.print(f"warning: bot {bot.name} runs without a sandbox (sandbox = false): "
                       f"it can read and change everything the arena can", soft_wrap=True,
