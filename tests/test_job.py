@@ -37,7 +37,8 @@ seats = st.builds(
     read_only=st.lists(text, max_size=2).map(tuple),
     env=st.lists(st.tuples(text, text), max_size=2).map(tuple),
     hide=st.lists(text, max_size=2).map(tuple), tls_ca=st.none() | text,
-    server_name=text, token=text, insecure=st.booleans())
+    server_name=text, token=text, insecure=st.booleans(),
+    view=st.sampled_from(["runtime", "system"]))
 
 jobs = st.builds(
     GameJob, game=st.sampled_from(["wizard", "trumps"]),

@@ -70,14 +70,15 @@ def test_isolation_limits_and_trust_per_bot(tmp_path: Path) -> None:
     assert all(b.confinement.sandbox for b in config.bots)
     text = GOOD.replace("concurrency = 2\n", 'isolation = "shared"\n[limits]\nmemory_mb = 512\n')
     (tmp_path / "model").mkdir()
+    assert all(b.confinement.view == "runtime" for b in config.bots)
     text = text.replace(PY, PY + '\nsandbox = false\nread_only = ["model"]\n'
-                        'env = { MODEL = "big" }\nlimits = { processes = 8 }')
+                        'env = { MODEL = "big" }\nlimits = { processes = 8 }\nview = "system"')
     config = load_config(write(tmp_path, text))
     py = config.bots[2].confinement
     assert config.isolation == "shared" and config.limits.memory_mb == 512
     assert config.bots[0].confinement.limits.memory_mb == 512
     assert not py.sandbox and py.read_only == (tmp_path / "model",)
-    assert py.env == (("MODEL", "big"),)
+    assert py.env == (("MODEL", "big"),) and py.view == "system"
     assert (py.limits.memory_mb, py.limits.processes) == (512, 8)
     # without 'concurrency', one game per usable core: one thinking bot per core
     assert config.concurrency == usable_cores() and not config.concurrency_given
@@ -127,6 +128,7 @@ def test_the_demo_file_loads() -> None:
     (('concurrency = 2', 'concurrency = 2\n[limits]\nmemory_mb = -1'),
      "limits.memory_mb: expected an integer 0.."),
     ((PY, PY + '\nsandbox = "no"'), "bots[2].sandbox: expected true or false, got 'no'"),
+    ((PY, PY + '\nview = "full"'), "bots[2].view: expected one of runtime, system, got 'full'"),
     ((PY, PY + '\nread_only = ["no/such/model.bin"]'),
      "bots[2].read_only: 'no/such/model.bin' does not exist"),
     ((PY, PY + '\nread_only = "proto"'), "bots[2].read_only: expected a list of paths"),
