@@ -88,6 +88,10 @@ def test_the_runtime_view_of_a_python_bot_is_its_runtime_not_all_of_usr() -> Non
     for outside in ("/usr", "/opt", "/usr/share", "/usr/lib", "/usr/share/doc"):
         assert not any(Path(outside).is_relative_to(p) for p in shared), (outside, shared)
     assert stdlib / "test" in got.exclude
+    for folder in view._ld_so_conf("/etc/ld.so.conf", 0):  # what the loader searches
+        real = Path(os.path.realpath(folder))
+        if real.is_dir():
+            assert any(real.is_relative_to(p) for p in shared), (real, shared)
     # the checkout of an editable install: its package, not the tests or outputs
     assert REPO not in shared and REPO / "tests" not in shared
 

@@ -12,7 +12,8 @@ cache by the arena before the bot starts, and reading it sets nothing:
 
 * the view is what the bot's runtime needs, not all of ``/usr`` and ``/opt`` (15 GB on a
   developer's machine): the programs and libraries (``/usr/bin``, ``/usr/sbin``,
-  ``/usr/local/bin``, the machine's library folder such as ``/usr/lib/x86_64-linux-gnu``),
+  ``/usr/local/bin``, the machine's library folder such as ``/usr/lib/x86_64-linux-gnu``
+  and those ``/etc/ld.so.conf`` names),
   the time zones and the C.UTF-8 locale, and the home of each runtime named by the
   command or its ``#!`` line: Python (its standard library and the packages on its
   path, the arena's own SDK), Java (the JDK's folder and ``/usr/share/java``), Node.js
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import glob
 import json
 import os
 import re
@@ -70,7 +72,9 @@ _MAX_SHEBANG = 4
 
 
 def _libdirs() -> list[str]:
-    """The machine's library folders: the multiarch one (``/usr/lib/x86_64-linux-gnu``)."""
+    """The machine's library folders: the multiarch one (``/usr/lib/x86_64-linux-gnu``),
+    and those the dynamic loader is told to search (``/etc/ld.so.conf``, e.g.
+    ``/usr/local/lib``)."""
     arch = sysconfig.get_config_var("MULTIARCH")
     found = [f"/usr/lib/{arch}"] if isinstance(arch, str) and arch else []
     try:
@@ -78,7 +82,30 @@ def _libdirs() -> list[str]:
                         if n.endswith(("-linux-gnu", "-linux-gnueabihf", "-linux-musl")))
     except OSError:
         pass
-    return list(dict.fromkeys(found))
+    found += _ld_so_conf("/etc/ld.so.conf", 0)
+    return [d for d in dict.fromkeys(found) if os.path.isdir(d)]
+
+
+def _ld_so_conf(path: str, depth: int) -> list[str]:
+    """The folders an ``ld.so.conf`` names, with its ``include`` files (two levels)."""
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read(1 << 16).splitlines()
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in lines:
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "include" and depth < 2:
+            for pattern in words[1:]:
+                for name in sorted(glob.glob(pattern if os.path.isabs(pattern) else
+                                             os.path.join(os.path.dirname(path), pattern))):
+                    out += _ld_so_conf(name, depth + 1)
+        elif os.path.isabs(words[0]):
+            out.append(os.path.normpath(words[0]))
+    return out
 
 
 @dataclass
