@@ -30,6 +30,7 @@ from arena.proc.bwrap import bwrap_args, sandbox_works
 from arena.proc.cgroup import limit_mechanism
 from arena.proc.connection import BotConnection
 from arena.proc.process import BotProcess
+from arena.proc.view import runtime_view
 from arena.rules import new_game
 
 needs_sandbox = pytest.mark.skipif(
@@ -66,7 +67,12 @@ def test_the_output_folder_is_left_out_where_the_bot_folder_contains_it(tmp_path
     assert {str(bot), str(tmp_path / "data")} <= set(args_after("--ro-bind", argv))
     assert str(tmp_path) in args_after("--dir", argv)
     assert str(out) not in argv  # named nowhere
-    assert args_after("--tmpfs", argv) == ["/tmp", "/run/arena"]
+    # besides /tmp and the socket folder, only the runtime view's empty covers (the
+    # standard library's tests, a base installation's unused packages)
+    tmpfs = args_after("--tmpfs", argv)
+    assert tmpfs[0] == "/tmp" and tmpfs[-1] == "/run/arena", tmpfs
+    left_out = {str(p) for p in runtime_view(Path(sys.executable)).exclude}
+    assert set(tmpfs[1:-1]) <= left_out, tmpfs
     assert args_after("--bind", argv) == []  # nothing of the host is writable
     assert "--unshare-all" in argv and "--die-with-parent" in argv and "--clearenv" in argv
     assert args_after("--setenv", argv) == ["ARENA_BOT_LISTEN"]
