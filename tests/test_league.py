@@ -368,6 +368,10 @@ def test_house_bots_anchor_the_scale_and_the_live_order_is_the_published_one(
         assert entry["elo"] == pytest.approx(cards[name], abs=0.1)
     assert max(abs(cards[n] - by_game[n]) for n in ranked) > 1.0
     assert tour["rating"]["compare"] == "games"
+    site = arena("publish", str(out), "--out", str(tmp_path / "site"), "--resamples", "10",
+                 cwd=tmp_path)
+    assert site.returncode == 0, site.stderr
+    assert "held the same seat's cards" in (tmp_path / "site" / "tournament.html").read_text()
     for entry in tour["bots"]:
         assert entry["elo"] == pytest.approx(by_game[entry["name"]], abs=0.1)
     # a run stopped with a set unfinished: the rebuilt live ratings hold its games back,
