@@ -209,16 +209,28 @@ def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         cards.record(game)
         by_cards.append(time.perf_counter() - t0)
+    # the league's own path: a whole set (one table in every rotation) recorded with its
+    # full Newton step, once its last rotation is stored (arena.league.runner.WholeSets)
+    by_set: list[float] = []
+    for k, game in enumerate(fresh[: 2 * repeat]):
+        seats = len(game.bots)
+        rotations = [GameScores(f"set{k}", tuple(game.bots[(s + r) % seats]
+                                                 for s in range(seats)), game.scores)
+                     for r in range(seats)]
+        t0 = time.perf_counter()
+        cards.record_set(rotations)
+        by_set.append(time.perf_counter() - t0)
     figures: dict[str, Any] = {
         "bots": LIVE_BOTS, "games": LIVE_GAMES, "load_and_settle_s": round(load, 1),
         "record_ms": _median_ms(local), "full_step_ms": _median_ms(full),
         "refresh_every": live.refresh_every, "per_game_ms": round(1000 * per_game, 3),
-        "record_cards_ms": _median_ms(by_cards)}
+        "record_cards_ms": _median_ms(by_cards), "set_cards_ms": _median_ms(by_set)}
     print(f"live ratings, {LIVE_BOTS} bots after {LIVE_GAMES:,} games (medians): one game "
           f"recorded and its local update {figures['record_ms']} ms; a full Newton step "
           f"{figures['full_step_ms']} ms (every {live.refresh_every} games); "
           f"{figures['per_game_ms']} ms a game in all; comparing the same cards, one game "
-          f"and its local update {figures['record_cards_ms']} ms", file=out)
+          f"and its local update {figures['record_cards_ms']} ms; the league's update, a "
+          f"whole set with a full step, {figures['set_cards_ms']} ms", file=out)
     if importlib.util.find_spec("openskill") is not None:
         models = importlib.import_module("openskill.models")
         model = models.PlackettLuce()

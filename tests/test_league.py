@@ -4,7 +4,9 @@ A run with its field changed from other processes while it plays, a kill -9 and 
 resume (no game lost or doubled, no field change lost or applied twice, verify passes), a
 bad add refused while the league goes on, seasons closed and verified with the revealed
 seed (and a tampered decision or seed caught), house bots anchoring the published fit,
-the live and the published order of a settled league, bad input in one line. Built-in
+the live and the published order of a settled league (both comparing the bots that held
+the same cards, whole sets only, a set left unfinished counted once finished), bad input
+in one line. Built-in
 bots where a test is not about processes; no timing is asserted.
 """
 
@@ -24,11 +26,12 @@ import pytest
 from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, arena_in_process
 
 from arena.league import inbox
-from arena.league.runner import rebuild_ratings
+from arena.league.runner import rebuild_ratings, rebuild_sets
 from arena.league.store import apply_request, entry_json, load_bots
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
 from arena.report.board import build_leaderboard
+from arena.stats.ratings import GameScores, rate, same_cards
 from arena.tournament.config import BotEntry
 from arena.tournament.store import Store
 
@@ -350,6 +353,45 @@ def test_house_bots_anchor_the_scale_and_the_live_order_is_the_published_one(
         games = list(store.iter_games())
         lb = build_leaderboard(games[:-1], store.meta(), store.bots(), resamples=10)
         assert lb["games"] == len(games) - 4
+        # the same games as a tournament's: rated as before, by the seats of each game
+        tour = build_leaderboard(games, {**store.meta(), "format": "round-robin"},
+                                 store.bots(), resamples=10)
+    # both compare the bots that held the same cards (the published fit of same_cards),
+    # not the seats of each game, which would rate otherwise
+    assert board["rating"]["compare"] == "cards"
+    scores = [GameScores(g.unit, tuple(g.bots), tuple(float(t) for t in g.record["totals"]))
+              for g in games]
+    fixed = {"house-heuristic": 1600.0, "house-random": 900.0}
+    cards = {r.name: r.elo for r in rate(same_cards(scores), resamples=10, fixed=fixed)}
+    by_game = {r.name: r.elo for r in rate(scores, resamples=10, fixed=fixed)}
+    for name, entry in entries.items():
+        assert entry["elo"] == pytest.approx(cards[name], abs=0.1)
+    assert max(abs(cards[n] - by_game[n]) for n in ranked) > 1.0
+    assert tour["rating"]["compare"] == "games"
+    site = arena("publish", str(out), "--out", str(tmp_path / "site"), "--resamples", "10",
+                 cwd=tmp_path)
+    assert site.returncode == 0, site.stderr
+    assert "held the same seat's cards" in (tmp_path / "site" / "tournament.html").read_text()
+    for entry in tour["bots"]:
+        assert entry["elo"] == pytest.approx(by_game[entry["name"]], abs=0.1)
+    # a run stopped with a set unfinished: the rebuilt live ratings hold its games back,
+    # as the board does, and count them once the next run stores its last rotation
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    with sqlite3.connect(out / "tournament.sqlite") as src, \
+            sqlite3.connect(cut / "tournament.sqlite") as dst:
+        src.backup(dst)
+        dst.execute("UPDATE games SET status = 'running' WHERE id = ?", (games[-1].id,))
+    with Store.open_readonly(cut) as store:
+        sets = rebuild_sets(store, load_bots(store))
+    assert [g.unit for g in next(iter(sets.held.values()))] == [games[-1].unit] * 3
+    partial = {b["name"]: b["elo"] for b in lb["bots"]}
+    for name, elo in partial.items():
+        assert sets.live.rating(name).elo == pytest.approx(elo, abs=0.1)
+    assert sets.add(scores[-1])
+    sets.live.settle()
+    for name, entry in entries.items():
+        assert sets.live.rating(name).elo == pytest.approx(entry["elo"], abs=0.1)
 
 
 # -- bad input --------------------------------------------------------------------------

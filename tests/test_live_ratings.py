@@ -184,3 +184,48 @@ def test_same_cards_comparisons_are_free_of_the_deals_luck() -> None:
     assert first._wins.sum() == 0.0
     first.record(games[1])
     assert first._wins.sum() == 4.0
+
+
+def test_the_league_rates_whole_sets_by_the_same_cards() -> None:
+    """The league's update path (:class:`arena.league.runner.WholeSets`, what
+    ``rebuild_ratings`` and the run after each game use): a set counts once whole, and
+    then its bots are compared with those that held the same cards. Seat 0's cards are
+    worth 100 points, far more than any skill: compared by game, the bot holding them
+    wins whatever it is; compared by cards, the better bot wins every comparison."""
+    from arena.league.audit import game_of
+    from arena.league.runner import COMPARE, WholeSets
+
+    skill = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0, "e": 1.5}
+    tables = [("a", "b", "c", "d"), ("e", "d", "b", "a"), ("c", "e", "a", "b")]
+    games = []
+    for n, table in enumerate(tables):
+        for r in range(4):
+            g = game_of(n, 1, table, 7, r)
+            games.append(GameScores(g.unit, g.bots, tuple(
+                skill[b] + (100.0 if s == 0 else 0.0) for s, b in enumerate(g.bots))))
+    assert COMPARE == "cards"
+    live = LiveRatings([b for b in skill if b != "d"], {"d": 1400.0}, compare=COMPARE)
+    sets = WholeSets(live, 4)
+    # the rotations arrive in any order; a set is recorded only with its last one
+    order = [2, 0, 3, 1]
+    for k, i in enumerate(order):
+        assert sets.add(games[i]) == (k == 3)
+        assert live.rating("a").games == (4 if k == 3 else 0)
+    for game in games[4:]:
+        sets.add(game)
+    assert not sets.held
+    live.settle()
+    # no worse bot ever beats a better one: the deal's luck cancelled from every comparison
+    names, wins = pairwise(same_cards(games))
+    upsets = sum(float(wins[i, j]) for i, x in enumerate(names)
+                 for j, y in enumerate(names) if skill[x] < skill[y])
+    assert upsets == 0
+    _, by_game = pairwise(games)
+    assert sum(float(by_game[i, j]) for i, x in enumerate(names)
+               for j, y in enumerate(names) if skill[x] < skill[y]) >= 12  # the lucky seat
+    assert [r.name for r in live.ranking()] == ["a", "b", "e", "c"]  # d: the house bot
+    # and the settled live fit is the published fit of the same cards
+    published = {r.name: r.elo for r in rate(same_cards(games), resamples=10,
+                                             fixed={"d": 1400.0})}
+    for name in skill:
+        assert live.rating(name).elo == pytest.approx(published[name], abs=0.01)

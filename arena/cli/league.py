@@ -69,7 +69,9 @@ def add_parser(subparsers: Any) -> None:
         description="An open league (docs/league.md): 'run' plays games until stopped, "
                     "choosing tables as games finish; 'add', 'update', 'retire' change "
                     "the field while it runs, from another terminal; 'status' shows it; "
-                    "'close' ends the season and reveals its master seed.")
+                    "'close' ends the season and reveals its master seed. The ratings, "
+                    "live and published, compare the bots that held the same cards in "
+                    "each whole duplicate set.")
     sub = p.add_subparsers(dest="league_command", required=True, parser_class=type(p))
 
     def common(q: argparse.ArgumentParser) -> None:
@@ -168,7 +170,8 @@ def add_parser(subparsers: Any) -> None:
     retire_p.add_argument("--reason", default="", help="why (stored, shown by status)")
     change(retire_p)
 
-    status = sub.add_parser("status", help="show the league (reads the store only)")
+    status = sub.add_parser("status", help="show the league (reads the store only; the "
+                                          "ratings of its whole sets)")
     common(status)
     status.add_argument("--json", action="store_true", help="print it as JSON")
 
@@ -360,7 +363,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
                       f"({summary.played / max(summary.seconds, 1e-9):.2f} games/s), "
                       f"{summary.sets} set(s) decided, {summary.faults} faults, "
                       f"{summary.requests} field change(s); live rating update "
-                      f"{median:.3f} ms (median)", markup=False)
+                      f"{median:.3f} ms a set (median)", markup=False)
         if league is not None:
             for i, (name, elo, sigma, games) in enumerate(league.ranking()[:10], start=1):
                 out.print(f"  {i:>3} {clean(name):<24} {elo:7.1f} ± {sigma:5.1f}  "

@@ -12,9 +12,14 @@ and its writer thread, the results chain); what differs is where the games come 
   started is always finished whole: by this run, or by the next one after a stop or a
   kill -9 (its missing rotations are queued first). A bot retired while a set of it is in
   flight plays that set to its end and no new one.
-- **Live ratings.** :class:`arena.league.live.LiveRatings` takes every finished game as it
-  is stored (a local Newton update, a full step every 50 games); they are rebuilt from the
-  store's results when a run starts. House bots with a rating are its fixed anchors.
+- **Live ratings.** :class:`arena.league.live.LiveRatings` with ``compare="cards"``: the
+  bots that held the same seat's cards in a set's rotations are compared, so the deal's
+  luck cancels. A set counts once it is whole (:class:`WholeSets`: its last rotation
+  stored, then one full Newton step), as on the published board
+  (:func:`arena.report.board.whole_sets`, :func:`arena.stats.ratings.same_cards`): the
+  live and the published ratings always rate the same games. They are rebuilt from the
+  store's results when a run starts (a set a stopped run left unfinished is held until
+  this run finishes it). House bots with a rating are its fixed anchors.
 - **The field.** The inbox (:mod:`arena.league.inbox`) is read every half second, off the
   game loop; each request is applied in one store transaction with its id, then takes
   effect at once: an added bot's pool is opened (its hand-shake: a bot that fails is
@@ -92,7 +97,7 @@ class LeagueSummary:
     seconds: float = 0.0
     requests: int = 0
     update_ms: list[float] = field(default_factory=list)
-    """The live ratings' update time after each game, milliseconds."""
+    """The live ratings' update time after each whole set (its last game), milliseconds."""
 
 
 def season_seed(file_seed: int | None, season: int) -> int:
@@ -112,30 +117,81 @@ def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
                          decision.deal_seed, rotation)
 
 
-def rebuild_ratings(store: Store, bots: dict[str, LeagueBot]) -> tuple[LiveRatings, int]:
-    """The live ratings of every stored game, settled (the results table, not the records:
-    a second or so at 100,000 games); and the number of games."""
+COMPARE = "cards"
+"""What the league's ratings compare (:class:`LiveRatings`): the bots that held the same
+seat's cards in a duplicate set, as the league's published board does."""
+
+
+class WholeSets:
+    """The live ratings fed whole duplicate sets only: a game is held until every rotation
+    of its set (``seats`` games of one unit) is stored, then the set is recorded and one
+    full Newton step taken (:meth:`LiveRatings.record_set`). A set in flight is never half
+    counted: the live ratings hold the comparisons of the published board
+    (:func:`arena.report.board.whole_sets`), whatever the order the rotations finish in."""
+
+    def __init__(self, live: LiveRatings, seats: int) -> None:
+        self.live = live
+        self.seats = seats
+        self.held: dict[str, list[GameScores]] = {}
+        """The stored games of each set not yet whole, by unit."""
+
+    def add(self, game: GameScores, *, update: bool = True) -> bool:
+        """One stored game; True when it made its set whole (and the set was recorded:
+        with ``update`` a full step, without it none, for :meth:`LiveRatings.settle`)."""
+        held = self.held.setdefault(game.unit, [])
+        held.append(game)
+        if len(held) < self.seats:
+            return False
+        del self.held[game.unit]
+        if update:
+            self.live.record_set(held)
+        else:
+            for g in held:
+                self.live.record(g, update=False)
+        return True
+
+
+def rebuild_ratings(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
+                    ) -> tuple[LiveRatings, int]:
+    """The live ratings of every stored whole set, settled (the results table, not the
+    records: a second or so at 100,000 games); and the number of games stored. ``seats``
+    (default: the store's) is a set's rotations. Use :func:`rebuild_sets` to go on
+    feeding them (the games of the sets not yet whole are held there)."""
+    return rebuild_sets(store, bots, seats).live, store.count_done()
+
+
+def rebuild_sets(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
+                 ) -> WholeSets:
+    """The live ratings (``compare="cards"``) of every stored whole set, settled, in a
+    :class:`WholeSets` that holds the stored games of the sets not yet whole."""
     house = {b.name: b.rating for b in bots.values() if b.house and b.rating is not None}
     live = LiveRatings(bots=[b.name for b in bots.values() if b.name not in house],
-                       house={k: v for k, v in house.items() if v is not None})
+                       house={k: v for k, v in house.items() if v is not None},
+                       compare=COMPARE)
+    if seats is None:
+        seats = int(store.meta().get("seats") or 0)
+    sets = WholeSets(live, seats)
     rows = store.db.execute(
-        "SELECT r.game_id, r.bot, r.score FROM results AS r JOIN games AS g ON g.id ="
-        " r.game_id WHERE g.status = 'done' ORDER BY g.seq, r.seat").fetchall()
-    count = 0
+        "SELECT r.game_id, g.table_no, g.deal_no, r.bot, r.score FROM results AS r JOIN"
+        " games AS g ON g.id = r.game_id WHERE g.status = 'done' ORDER BY g.seq, r.seat"
+    ).fetchall()
+    whole = 0
     current: str | None = None
+    unit = ""
     names: list[str] = []
     scores: list[float] = []
-    for game_id, bot, score in [*rows, (None, "", 0)]:
+    for game_id, table_no, deal_no, bot, score in [*rows, (None, 0, 0, "", 0)]:
         if game_id != current:
             if current is not None and len(names) >= 2:
-                live.record(GameScores(current, tuple(names), tuple(scores)), update=False)
-                count += 1
+                whole += sets.add(GameScores(unit, tuple(names), tuple(scores)),
+                                  update=False)
             current, names, scores = game_id, [], []
+            unit = f"t{table_no}-d{deal_no}"  # ScheduledGame.unit: the set
         names.append(str(bot))
         scores.append(float(score))
-    if count:
+    if whole:
         live.settle()
-    return live, count
+    return sets
 
 
 def met_counts(sets: list[SetDecision]) -> dict[tuple[str, str], int]:
@@ -197,7 +253,9 @@ class League:
         self.max_games = max_games
         self.seats = self.base.seats
         self.bots: dict[str, LeagueBot] = load_bots(store)
-        self.live, self.games_stored = rebuild_ratings(store, self.bots)
+        self.rated = rebuild_sets(store, self.bots, self.seats)
+        self.live = self.rated.live
+        self.games_stored = store.count_done()
         self.sets: dict[int, SetDecision] = {s.set_no: s for s in load_sets(store)}
         self.met = met_counts(list(self.sets.values()))
         self.next_set = max(self.sets, default=-1) + 1
@@ -537,9 +595,9 @@ class League:
 
     def _finished(self, scheduled: ScheduledGame, outcome: GameOutcome) -> None:
         started = time.perf_counter()
-        self.live.record(GameScores(scheduled.unit, scheduled.bots,
-                                    tuple(float(t) for t in outcome.record["totals"])))
-        self.summary.update_ms.append(1000 * (time.perf_counter() - started))
+        if self.rated.add(GameScores(scheduled.unit, scheduled.bots,
+                                     tuple(float(t) for t in outcome.record["totals"]))):
+            self.summary.update_ms.append(1000 * (time.perf_counter() - started))
         self.summary.played += 1
         self.summary.faults += len(outcome.faults)
         self.games_stored += 1

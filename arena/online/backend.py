@@ -184,8 +184,10 @@ class RunnerBackend(GameWatcher):
         ratings = self.league.live.ratings()
         for name in scheduled.bots:
             r = ratings.get(name)
-            if r is not None:
-                points = self.history.setdefault(name, [])
+            points = self.history.setdefault(name, [])
+            # the ratings move once a set is whole (arena.league.runner.WholeSets): a
+            # point for each whole set, not one a game
+            if r is not None and r.games and (not points or points[-1].games != r.games):
                 points.append(RatingPoint(r.games, r.elo, r.sigma, now))
                 del points[:-HISTORY]
         record = outcome.record

@@ -515,7 +515,8 @@ def _board_page(board: Board, rows: Sequence[Mapping[str, Any]], events: Sequenc
         "</div>",
         f'<p class="note">One Bradley-Terry fit of every game of {esc(board.title)} in the '
         "events below (each game of <i>k</i> seats counts as <i>k</i>(<i>k</i> − 1)/2 "
-        "comparisons, as on an event's leaderboard), on the Elo scale with the pool averaging "
+        "comparisons, as on a tournament's leaderboard; a league's own leaderboard compares "
+        "the bots that held the same cards), on the Elo scale with the pool averaging "
         f"1500; the bar and ± show its {round(100 * LEVEL)}% bootstrap interval over the "
         f"duplicate sets of all the events ({resamples} resamples). A bot is its name and "
         "the version it reported: the same name and version in two events are one bot, "

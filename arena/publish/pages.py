@@ -708,9 +708,14 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
             ("Tournament file SHA-256", f"<code>{esc(lb.get('tournament_hash') or '–')}</code>")]),
         "</section>",
         '<section aria-labelledby="ratings"><h2 id="ratings">How the ratings are made</h2>',
-        "<p>Every game of <i>k</i> seats counts as <i>k</i>(<i>k</i> − 1)/2 comparisons, one "
-        "per pair of seats: the higher final total wins it, equal totals draw. The ratings "
-        "are the Bradley-Terry strengths that best explain all comparisons, on the Elo scale "
+        ("<p>In every whole duplicate set (one deal in every rotation of the seats) the "
+         "bots that held the same seat's cards are compared, as duplicate bridge scores a "
+         "board: the higher final total with those cards wins, equal totals draw, and the "
+         "luck of the deal cancels; a set still being played is not counted. The ratings "
+         if rating.get("compare") == "cards" else
+         "<p>Every game of <i>k</i> seats counts as <i>k</i>(<i>k</i> − 1)/2 comparisons, one "
+         "per pair of seats: the higher final total wins it, equal totals draw. The ratings ")
+        + "are the Bradley-Terry strengths that best explain all comparisons, on the Elo scale "
         "(400 points = odds of 10 to 1) and centred so that the pool averages 1500, with "
         f"{esc(num(rating.get('prior_draws', 1), 1)).removesuffix('.0')} virtual draw(s) per "
         "bot against the pool average. "

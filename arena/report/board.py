@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
 from arena.model.spec import BUILTIN_BOTS
-from arena.stats.ratings import Comparisons, GameScores, IncrementalElo, mean_and_se, rate
+from arena.stats.ratings import (
+    Comparisons,
+    GameScores,
+    IncrementalElo,
+    mean_and_se,
+    rate,
+    same_cards,
+)
 from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
@@ -209,6 +216,13 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     without a ``sandboxed`` key, counts as sandboxed). Bots with no finished game are not
     listed. The isolation is ``meta["isolation"]``, else the one every registered bot
     names, else :data:`DEFAULT_ISOLATION` (a store from before the setting).
+
+    What the ratings compare (``rating.compare``): a tournament's, every two seats of a
+    game (``games``); a league's (``meta["format"]`` ``league``), its whole duplicate sets
+    only (:func:`whole_sets`) and in them the bots that held the same seat's cards
+    (``cards``, :func:`arena.stats.ratings.same_cards`): the comparisons of the league's
+    live ratings (:mod:`arena.league.runner`), so that the live and the published order
+    of a settled league are one. The other columns count every game either way.
     """
     stats: dict[str, _BotStats] = {}
     pairs: dict[tuple[str, str], _Pair] = {}
@@ -222,8 +236,12 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
     house = _json_object(meta.get("house"))
     lineage = _json_object(meta.get("lineage"))
     fixed = {str(k): float(v) for k, v in house.items() if isinstance(v, int | float)}
-    if meta.get("format") == LEAGUE:
+    is_league = meta.get("format") == LEAGUE
+    compare = "cards" if is_league else "games"
+    held: list[GameScores] = []  # a league's set being read (its games are consecutive)
+    if is_league:
         games = whole_sets(games, _int(meta.get("seats")) or 0)
+    count = 0
     for stored in games:
         record = stored.record
         if game_name is None:
@@ -231,14 +249,27 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         _add_game(stored, record, stats, pairs)
         scores = GameScores(stored.unit, tuple(stored.bots),
                             tuple(float(t) for t in record["totals"]))
-        comparisons.add(scores)
+        count += 1
+        if compare == "games":
+            comparisons.add(scores)
+        else:
+            if held and held[0].unit != scores.unit:
+                for cards in same_cards(held):
+                    comparisons.add(cards)
+                held = []
+            held.append(scores)
         for name, score, after in zip(scores.bots, scores.scores, elo.add(scores),
                                       strict=True):
             by_bot.setdefault(name, array("d")).append(score)
             history.setdefault(name, array("d")).append(after)
 
+    for cards in same_cards(held):
+        comparisons.add(cards)
+    # every bot that played is rated (a bot all of whose cards no one else held has no
+    # comparison, and the prior's rating)
     ratings = rate(comparisons, resamples=resamples, seed=rating_seed, level=LEVEL,
-                   prior_draws=PRIOR_DRAWS, fixed=fixed or None) if comparisons.games else []
+                   prior_draws=PRIOR_DRAWS, fixed=fixed or None,
+                   bots=stats) if count else []
     classic = elo.ratings
     versions = {str(b.get("name")): b.get("version") or None for b in bots}
     kinds = {str(b.get("name")): bot_kind(b.get("spec")) for b in bots}
@@ -306,7 +337,7 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "seed": _int(meta.get("seed")),
         "seed_commitment": meta.get("seed_commitment"),
         "chain_head": meta.get("chain_head"),
-        "games": comparisons.games,
+        "games": count,
         "schedule": {"format": meta.get("format"), "deals": _int(meta.get("deals")),
                      "seats": _int(meta.get("seats"))},
         "time_control": {"move_ms": _int(meta.get("move_ms")),
@@ -315,8 +346,8 @@ def build_leaderboard(games: Iterable[StoredGame], meta: Mapping[str, str],
         "isolation": meta.get("isolation") or _common_isolation(bots) or DEFAULT_ISOLATION,
         "arena_version": meta.get("arena_version"),
         "tournament_hash": meta.get("tournament_hash"),
-        "rating": {"method": "bradley-terry", "resamples": resamples, "seed": rating_seed,
-                   "level": LEVEL, "prior_draws": PRIOR_DRAWS},
+        "rating": {"method": "bradley-terry", "compare": compare, "resamples": resamples,
+                   "seed": rating_seed, "level": LEVEL, "prior_draws": PRIOR_DRAWS},
         "bots": entries,
         "head_to_head": _head_to_head(order, pairs),
         "elo_history": {name: [_r(x, 1) for x in history.get(name, ())] for name in order},
