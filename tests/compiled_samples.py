@@ -123,6 +123,18 @@ CPP = Sample(
 ``build`` is given the steps; it has no ``run``."""
 
 
+def built_cpp() -> Path:
+    """The C++ sample built in its own folder, as tests/test_cpp_bot.py builds it
+    (configured once, then ``cmake --build``, a no-op when up to date): its binary."""
+    build = CPP.folder / "build"
+    steps = [["cmake", "--build", str(build), "-j2"]]
+    if not (build / "CMakeCache.txt").exists():
+        steps.insert(0, ["cmake", "-S", str(CPP.folder), "-B", str(build),
+                         "-DCMAKE_BUILD_TYPE=Release"])
+    CPP.build(CPP.folder, *steps)
+    return build / "cpp-sample"
+
+
 # -- the bot by hand --------------------------------------------------------------------
 
 
