@@ -19,6 +19,7 @@ tournament, once per test run for every module that uses it.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -269,8 +270,11 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:
 @contextmanager
 def build_lock(name: str) -> Iterator[None]:
     """Held while a sample bot is built: the suite runs on several pytest-xdist workers
-    (``make test``), and two builds in one folder at once would break each other."""
-    with open(f"/tmp/trick-arena-test-build-{name}.lock", "w") as lock:
+    (``make test``), and two builds in one folder at once would break each other. One
+    lock per checkout: the suites of two checkouts (worktrees) build in folders of their
+    own, and one waiting on the other's build (minutes of a cold C++ build) timed out."""
+    checkout = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    with open(f"/tmp/trick-arena-test-build-{name}-{checkout}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -55,7 +55,7 @@ DEFAULT_CLOCK = TimeControl(move_ms=5000)
 bot's restart (which counts against its next decision) must fit."""
 TRUSTED = Confinement(sandbox=False)
 """These tests are about the referee and bot processes, and their bots write call traces
-to the test's folder: they run unsandboxed (the sandbox has tests/test_isolation.py)."""
+to the test's folder: they run unsandboxed (the sandbox has tests/test_isolation_*.py)."""
 RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")
 HEURISTIC_PY = bot_cmd(SAMPLE_BOTS / "heuristic_bot.py")
 

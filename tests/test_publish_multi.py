@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import REPO, skip_or_fail
+from conftest import REPO, VNU_JAVA, skip_or_fail
 from test_publish import Node, parse
 
 from arena.cli import main
@@ -384,7 +384,7 @@ def test_top_pages_and_event_pages_are_valid_html5_nu_checker(built: Built) -> N
     pages = [built.site / "index.html", *sorted((built.site / "boards").glob("*.html"))]
     inside = built.site / "events" / "wizard_league"
     pages += [inside / "index.html", sorted((inside / "games").glob("[0-9a-f]*/*.html"))[0]]
-    done = subprocess.run([java, "-Xss8m", "-jar", str(jar), "--format", "json",
+    done = subprocess.run([java, *VNU_JAVA, "-jar", str(jar), "--format", "json",
                            "--errors-only", *map(str, pages)],
                           text=True, capture_output=True, timeout=120, check=False)
     messages = json.loads(done.stderr or done.stdout or "{}").get("messages", [])

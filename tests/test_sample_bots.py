@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from compiled_samples import CPP, GO, JAVA, check_bot
+from compiled_samples import CPP, GO, JAVA, built_cpp, check_bot
 from conftest import REPO, Sandbox, proto_copy_drift
 
 SAMPLES = REPO / "sample_bots"
@@ -55,13 +55,7 @@ def test_no_sample_reaches_outside_its_folder_for_the_protocol() -> None:
 @pytest.fixture(scope="session")
 def cpp_binary() -> Path:
     """The C++ sample built in its own folder, as tests/test_cpp_bot.py builds it."""
-    build = CPP.folder / "build"
-    steps = [["cmake", "--build", str(build), "-j2"]]
-    if not (build / "CMakeCache.txt").exists():
-        steps.insert(0, ["cmake", "-S", str(CPP.folder), "-B", str(build),
-                         "-DCMAKE_BUILD_TYPE=Release"])
-    CPP.build(CPP.folder, *steps)
-    return build / "cpp-sample"
+    return built_cpp()
 
 
 def _copy(sample: str, where: Path) -> Path:

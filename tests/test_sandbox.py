@@ -1,6 +1,6 @@
 """The sandbox's parts: the bubblewrap command line, limits and their faults, the pool's
 invariant (a process never meets a deal twice, never two games at once), and a restarted
-bot that must repeat its hand-shake. Real processes, real gRPC; tests/test_isolation.py
+bot that must repeat its hand-shake. Real processes, real gRPC; tests/test_isolation_*.py
 plays whole tournaments against hostile bots."""
 
 from __future__ import annotations
