@@ -527,17 +527,24 @@ async def _run(settings: Settings, out: TextIO) -> dict[str, Any]:
         logs = Path(log_dir)
         processes = Processes(
             [BotProcess(f"pingpong-{i}", "python -m benchmarks.pingpong_server --workers 1",
-                        logs / f"pingpong-{i}.log", cwd=ROOT) for i in range(BOTS)],
-            [BotConnection(f"random-w{workers}-{i}", threaded_spec, logs, cwd=ROOT)
+                        logs / f"pingpong-{i}.log", cwd=ROOT, startup_s=STARTUP_S)
+             for i in range(BOTS)],
+            [BotConnection(f"random-w{workers}-{i}", threaded_spec, logs, cwd=ROOT,
+                           startup_s=STARTUP_S)
              for i in range(BOTS)] if workers else [])
         try:
             seats = [SeatSpec(f"random-{i}", bot_spec) for i in range(BOTS)]
-            async with seated_players(seats, GAME, logs, 0) as players:
+            async with seated_players(seats, GAME, logs, 0, STARTUP_S) as players:
                 await processes.start()
                 return await _measure(settings, out, players, processes, workers, payload,
                                       mean_size, steps)
         finally:
             await processes.close()
+
+
+STARTUP_S = 120.0
+"""Seconds a server or bot may take to start (a shared machine under load imports grpc
+slowly: 10 s was not always enough)."""
 
 
 def _tables(connections: Sequence[BotConnection]) -> list[list[Player]]:

@@ -19,6 +19,7 @@ import secrets
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -289,6 +290,29 @@ class Cgroup:
     @property
     def has_freezer(self) -> bool:
         return self._freezer is not None
+
+    def release_wrappers(self, pids: Sequence[int | None]) -> None:
+        """Take the sandbox's own processes (bubblewrap's, named in ``pids``) out of the
+        bot's v1 freezer cgroup, into the arena's, once the bot runs; every other
+        controller keeps them (limits, CPU time, the kill of the cgroup).
+
+        Why: a v1 freeze stops a task asleep in a futex on the spot, but wakes one asleep
+        in ``poll``, ``epoll_wait`` or ``wait`` to stop it, and the thaw wakes it again:
+        each costs a wake-up on the bot's core, 5-10 us on this virtual machine. Both of
+        bubblewrap's processes sleep so (its monitor in ``poll``, its init in ``wait``),
+        were two of a Python bot's four such tasks, and run none of the bot's code: the
+        init only reaps, and the bot's processes, started after it, stay in. A pid that is
+        not a ``bwrap`` process (or no longer one) is left where it is. v2 has a single
+        hierarchy (and wakes every task to freeze it): nothing is done there."""
+        if self.v2 or self._freezer is None:
+            return
+        target = self.mechanism.base.get("freezer")
+        if target is None:
+            return
+        for pid in pids:
+            if pid is None or _read(f"/proc/{pid}/comm").strip() != "bwrap":
+                continue
+            _write_quietly(target / "cgroup.procs", str(pid))
 
     def _write_freezer(self, frozen: bool) -> bool:
         if self._freezer is None:

@@ -253,6 +253,9 @@ class BotProcess:
                                         f" s (does it listen on $ARENA_BOT_LISTEN?); "
                                         f"see {self.log_path}")
                 await trio.sleep(0.005)
+            if self._cgroup is not None and self.confinement.sandbox:
+                # bubblewrap's processes stay out of the stops (see release_wrappers)
+                self._cgroup.release_wrappers([self._proc.pid, self._child_pid])
             channel = new_channel(self.target)
             try:
                 await wait_serving(channel, self._deadline, self.name, self._ended_before_serving)
