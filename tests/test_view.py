@@ -126,6 +126,8 @@ def test_warm_reads_every_file_into_the_page_cache_up_to_the_cap(tmp_path: Path)
         got, pages = cached(path)
         assert got == pages, (path, got, pages)
     assert cached(skipped)[0] < cached(skipped)[1]  # excluded: not read
+    assert view.warm([folder], always=[folder]).files == 0  # walked once in a process
+    view._here.clear()
     again = view.warm([folder], exclude=[folder / "left-out"], always=[folder])
     assert again.bytes_read == 0 and again.files == 2  # all there: nothing read twice
 
@@ -142,7 +144,9 @@ def test_a_warmed_system_folder_is_noted_and_not_walked_again(tmp_path: Path) ->
     first = view.warm([folder])
     assert first.files == 1
     assert view.warm([folder]).files == 0  # noted: within REWARM_S, not walked again
-    assert view.warm([folder], always=[folder]).files == 1  # a bot's own folder: always
+    # a bot's own folder: walked once by each process, whatever other processes noted
+    assert view.warm([folder], always=[folder]).files == 1
+    assert view.warm([folder], always=[folder]).files == 0
     notes = json.loads(view._state_path().read_text())
     assert str(folder) in notes["roots"]
 

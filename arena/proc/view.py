@@ -301,6 +301,9 @@ class Warmed:
 
 
 _lock = threading.Lock()
+_here: dict[str, float] = {}
+"""The ``always`` roots this process walked, and when (time.time()): a bot's own folder
+is walked once per run (and again after :data:`REWARM_S`), not at every start."""
 
 
 def _state_path() -> Path:
@@ -409,9 +412,10 @@ def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
          cap: int = WARM_CAP_BYTES, always: Sequence[Path] = ()) -> Warmed:
     """Read every file under ``roots`` (but ``exclude``) into the page cache, where it is
     not all there already, up to ``cap`` bytes of files. A root warmed less than
-    :data:`REWARM_S` ago is skipped, unless it is in ``always`` (a bot's own folder and
-    extras, which change from one run to the next). Blocks (call it off the game loop);
-    one call at a time in a process."""
+    :data:`REWARM_S` ago is skipped: by any arena process of the user, as noted in the
+    state file; for the roots in ``always`` (a bot's own folder and extras, which change
+    from one run to the next), by this process. Blocks (call it off the game loop); one
+    call at a time in a process."""
     out = Warmed()
     start = time.monotonic()
     buf = bytearray(1 << 20)
@@ -423,9 +427,11 @@ def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
             kept.append(root)  # (not one inside another, walked already)
     with _lock:
         state = _load_state()
+        changed = False
         for root in kept:
             key = str(root)
-            if root not in always and time.time() - state.get(key, -REWARM_S) < REWARM_S:
+            noted = _here if root in always else state
+            if time.time() - noted.get(key, -REWARM_S) < REWARM_S:
                 continue
             complete = True
             for path, st in _files(root, exclude):
@@ -436,8 +442,10 @@ def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
                     complete = False
                     continue
                 out.bytes_read += _read_in(path, st, buf)
-            if complete and root not in always:
-                state[key] = time.time()
-        _save_state(state)
+            if complete:
+                noted[key] = time.time()
+                changed = changed or noted is state
+        if changed:
+            _save_state(state)
     out.seconds = time.monotonic() - start
     return out
