@@ -309,3 +309,13 @@ def test_warm_roots_cover_the_view_and_leave_out_what_is_hidden(tmp_path: Path) 
     assert Path("/usr/bin") in roots and Path("/usr/bin") not in always
     assert warm_roots(args, tmp_path, Confinement(view="system"), ()) == ([], [], [])
     assert warm_roots(args, tmp_path, Confinement(sandbox=False), ()) == ([], [], [])
+
+
+def test_a_restart_on_the_bots_clock_walks_nothing_this_process_found_warm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "installed"
+    fresh_file(folder, 1)
+    assert view.warm([folder]).files == 1
+    monkeypatch.setattr(view, "REWARM_S", 0.0)  # the note has expired
+    assert view.warm([folder], again=True).files == 0  # a restart: not on its clock
+    assert view.warm([folder]).files == 1  # a first start walks it again

@@ -153,11 +153,12 @@ class BotConnection:
     async def _connect(self) -> None:
         self._retire_channel()
         if self.spec.kind == "cmd":
+            restart = self._process is not None
             self._process = BotProcess(
                 self.name, self.spec.value, self._logs.next_path(self.name),
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
-            await trio.to_thread.run_sync(self._process.warm_view)
+            await trio.to_thread.run_sync(self._process.warm_view, restart)
             self._process.spawn()
             self._process.pin(self._core)
             self._channel = await self._process.ready()

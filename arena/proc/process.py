@@ -350,16 +350,18 @@ class BotProcess:
         self.spawn()
         return await self.ready()
 
-    def warm_view(self) -> None:
+    def warm_view(self, again: bool = False) -> None:
         """Read the part of the bot's sandbox view that other bots see too into the page
         cache, so that reading it sets no bit another bot could time
-        (:mod:`arena.proc.view`). Blocks: call it on a thread, before :meth:`spawn`."""
+        (:mod:`arena.proc.view`). Blocks: call it on a thread, before :meth:`spawn`.
+        ``again``: a restart after a crash, on the bot's clock: what this process already
+        found warm is not walked again."""
         args = command_args(self.command)
         cwd = (self.cwd or Path.cwd()).absolute()
         roots, exclude, always = warm_roots(args, cwd, self.confinement, self.hide)
         if not roots:
             return
-        done = warm(roots, exclude, always=always)
+        done = warm(roots, exclude, always=always, again=again)
         if done.over_cap and not _over_cap_said:
             _over_cap_said.append(True)
             print(f"arena: warning: the sandbox view of bot {self.name} is above the "

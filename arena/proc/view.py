@@ -301,6 +301,8 @@ class Warmed:
 
 
 _lock = threading.Lock()
+_known: set[str] = set()
+"""Every root this process warmed or found noted as warm."""
 _here: dict[str, float] = {}
 """The ``always`` roots this process walked, and when (time.time()): a bot's own folder
 is walked once per run (and again after :data:`REWARM_S`), not at every start."""
@@ -409,13 +411,15 @@ def _read_in(path: str, st: os.stat_result, buf: bytearray) -> int:
 
 
 def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
-         cap: int = WARM_CAP_BYTES, always: Sequence[Path] = ()) -> Warmed:
+         cap: int = WARM_CAP_BYTES, always: Sequence[Path] = (), again: bool = False
+         ) -> Warmed:
     """Read every file under ``roots`` (but ``exclude``) into the page cache, where it is
     not all there already, up to ``cap`` bytes of files. A root warmed less than
     :data:`REWARM_S` ago is skipped: by any arena process of the user, as noted in the
     state file; for the roots in ``always`` (a bot's own folder and extras, which change
-    from one run to the next), by this process. Blocks (call it off the game loop); one
-    call at a time in a process."""
+    from one run to the next), by this process. ``again``: a restart within a call, on
+    the bot's clock, walks only roots this process never found warm. Blocks (call it off
+    the game loop); one call at a time in a process."""
     out = Warmed()
     start = time.monotonic()
     buf = bytearray(1 << 20)
@@ -432,7 +436,10 @@ def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
             key = str(root)
             noted = _here if root in always else state
             if time.time() - noted.get(key, -REWARM_S) < REWARM_S:
+                _known.add(key)
                 continue
+            if again and key in _known:
+                continue  # a restart, on the bot's clock: warmed for its first start
             complete = True
             for path, st in _files(root, exclude):
                 out.files += 1
@@ -444,6 +451,7 @@ def warm(roots: Sequence[Path], exclude: Sequence[Path] = (),
                 out.bytes_read += _read_in(path, st, buf)
             if complete:
                 noted[key] = time.time()
+                _known.add(key)
                 changed = changed or noted is state
         if changed:
             _save_state(state)
