@@ -13,8 +13,10 @@ import pytest
 from conftest import SAMPLE_BOTS, Sandbox, bot_cmd, run_trio
 
 from arena.model.limits import Confinement
+from arena.model.spec import BotSpec
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import limit_mechanism
+from arena.proc.cgroup import limit_mechanism, one_table
+from arena.proc.connection import BotConnection
 from arena.proc.process import BotProcess
 
 MECHANISM = limit_mechanism()
@@ -72,5 +74,58 @@ def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
         finally:
             channel.close()
             await proc.aclose()
+
+    run_trio(check)
+
+
+def test_no_bot_is_continued_for_a_call_before_every_bot_stopped_at_its_table_is_frozen(
+        arena_sandbox: Sandbox) -> None:
+    """Deterministic: after its call a bot's stop is only begun (the freezer written);
+    by the time the next bot of the same table has been woken for its call, the first
+    is FROZEN and its CPU time at rest noted, and it stays still. A stop begun at
+    another table is not waited for there (its bots compute on another core), and is
+    confirmed at its own."""
+    spec = BotSpec.parse(bot_cmd(SAMPLE_BOTS / "random_bot.py"))
+    conns = [BotConnection(f"clock-{i}", spec, arena_sandbox.tmp / "logs", startup_s=120,
+                           confinement=Confinement(sandbox=True)) for i in range(3)]
+
+    def state(conn: BotConnection) -> str:
+        assert conn.process is not None and conn.process._cgroup is not None
+        return (conn.process._cgroup.dirs["freezer"] / "freezer.state").read_text().strip()
+
+    async def check() -> None:
+        try:
+            for conn in conns:
+                await conn.open()
+            first, second, elsewhere = conns
+            with one_table():
+                for _ in range(30):
+                    first.wake()
+                    first.rest()
+                    second.wake()
+                    assert state(first) == "FROZEN"
+                    at_rest = first.process._cgroup.cpu_at_rest  # type: ignore[union-attr]
+                    assert at_rest is not None and first.cpu_ns() == at_rest
+                    second.rest()
+                    first.wake()
+                    assert state(second) == "FROZEN"
+                    first.rest()
+                    second.wake()
+                    second.rest()
+            with one_table():
+                elsewhere.wake()
+                elsewhere.rest()
+                cgroup = elsewhere.process._cgroup  # type: ignore[union-attr]
+                assert cgroup is not None
+                with one_table():
+                    first.wake()  # another table: its wake leaves that stop to its own
+                    assert cgroup.cpu_at_rest is None
+                    first.rest()
+                first.wake()  # the same table: confirmed
+                assert cgroup.cpu_at_rest is not None and state(elsewhere) == "FROZEN"
+                first.rest()
+        finally:
+            for conn in conns:
+                await conn.aclose()
 
     run_trio(check)
