@@ -34,6 +34,9 @@ sleeper = subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL,
 (cgroup.dirs["freezer"] / "cgroup.procs").write_text(str(sleeper.pid))
 def state():
     return open(f"/proc/{sleeper.pid}/stat").read().rpartition(")")[2].split()[0]
+deadline = time.monotonic() + 30
+while state() != "S" and time.monotonic() < deadline:  # started, not yet asleep
+    time.sleep(0.01)
 print(cgroup.dirs["freezer"], (cgroup.dirs["freezer"] / "freezer.state").read_text().strip(),
       state(), flush=True)
 cgroup.freeze()
