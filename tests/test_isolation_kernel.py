@@ -94,13 +94,21 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     """Without the freezer (a SIGSTOP sweep, repeated until the list is stable and every
     thread has stopped): the chain's links run while the bot's main process is stopped.
     Where one outlives the sweep, the CPU check at the next call says so, with a resource
-    fault against that bot only (an honest bot is never faulted)."""
+    fault against that bot only (an honest bot is never faulted). The escape is a race
+    that a loaded machine can lose (a link stopped between its fork and its exit stops
+    the chain): it must show in one of three tournaments."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: bots are not stopped between calls")
-    run = run_tournament(world, "chain-control", forkchain_field(world), move_ms=3000,
-                         env={"ARENA_NO_FREEZER": "1"}).check()
-    reports = learned(run, "forkchain")
-    assert sum(r["stopped_links"] for r in reports) > 0, reports
+    tries = []
+    for attempt in range(3):
+        run = run_tournament(world, f"chain-control-{attempt}", forkchain_field(world),
+                             move_ms=3000, env={"ARENA_NO_FREEZER": "1"}).check()
+        reports = learned(run, "forkchain")
+        tries.append(reports)
+        if sum(r["stopped_links"] for r in reports) > 0:
+            break
+    else:
+        pytest.fail(f"the chain never ran while stopped under the sweep: {tries}")
     faults = run.faults()
     assert {bot for bot, _, _ in faults} <= {"chain"}, faults
     assert all(kind == "resource" and "used CPU while stopped" in detail
