@@ -371,7 +371,10 @@ def test_house_bots_anchor_the_scale_and_the_live_order_is_the_published_one(
     site = arena("publish", str(out), "--out", str(tmp_path / "site"), "--resamples", "10",
                  cwd=tmp_path)
     assert site.returncode == 0, site.stderr
-    assert "held the same seat's cards" in (tmp_path / "site" / "tournament.html").read_text()
+    page = (tmp_path / "site" / "tournament.html").read_text()
+    assert "held the same seat's cards" in page
+    assert "set by the house bots' fixed ratings (house-heuristic 1600, house-random 900)" \
+        in page and "pool averages 1500" not in page
     for entry in tour["bots"]:
         assert entry["elo"] == pytest.approx(by_game[entry["name"]], abs=0.1)
     # a run stopped with a set unfinished: the rebuilt live ratings hold its games back,
