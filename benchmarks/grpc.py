@@ -458,6 +458,53 @@ async def profile_games(players: Sequence[Player], games: int = 2,
     return profile_groups(pstats.Stats(profiler)), decisions, wall, cpu
 
 
+CLOCK_STEPS = ("wake", "rest", "cpu_ns")
+"""The fair clock's steps on the referee's thread, as :func:`clock_games` times them:
+:meth:`BotConnection.wake` (the thaw, then the wait until every stop begun at the table
+is whole, :func:`arena.proc.cgroup.confirm_stops`), :meth:`BotConnection.rest` (the stop
+begun: the freezer's write) and :meth:`BotConnection.cpu_ns` (the CPU readings of a
+decision's figure)."""
+
+
+async def clock_games(players: Sequence[Player], games: int = 2) -> dict[str, Any]:
+    """``games`` games, one at a time, with the fair clock's steps timed (no profiler:
+    a clock reading around each call): microseconds per decision of each step (mean),
+    and the 50th and 90th percentiles of a call of each."""
+    taken: dict[str, list[int]] = {name: [] for name in CLOCK_STEPS}
+    saved = {name: getattr(BotConnection, name) for name in CLOCK_STEPS}
+
+    def timed(name: str) -> Callable[..., Any]:
+        step = saved[name]
+
+        def call(self: BotConnection, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                taken[name].append(time.perf_counter_ns() - start)
+        return call
+
+    decisions = 0
+    try:
+        for name in CLOCK_STEPS:
+            setattr(BotConnection, name, timed(name))
+        for seed in range(PROFILE_SEED, PROFILE_SEED + games):
+            game = new_game(GAME, OPTIONS, seed)
+            await play_game(game, players, CLOCK, game_id=f"clock-{seed}", table_id="table-c")
+            decisions += decisions_made(game)
+    finally:
+        for name, step in saved.items():
+            setattr(BotConnection, name, step)
+
+    def percentile(values: list[int], share: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] / 1000 if values else 0.0
+    return {"decisions": decisions,
+            "per_decision_us": {k: round(sum(v) / decisions / 1000, 1) for k, v in taken.items()},
+            "p50_us": {k: round(percentile(v, 0.5), 1) for k, v in taken.items()},
+            "p90_us": {k: round(percentile(v, 0.9), 1) for k, v in taken.items()}}
+
+
 # -- the benchmark ----------------------------------------------------------------------
 
 
@@ -604,6 +651,7 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
 
     await measure(workloads, settings.repeat, settings.seconds)
     profile, profiled_decisions, profile_wall, profile_cpu = await profile_games(players)
+    clock = await clock_games(players)
 
     by_key = {w.key: w for w in workloads}
     print(f"repetitions: {settings.repeat}, interleaved, ~{settings.seconds:g} s per workload "
@@ -688,6 +736,16 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
               "machine was too busy; the referee's figures are suspect", file=out)
     result["breakdown"] = _breakdown(out, by_key, steps, profile, profiled_decisions,
                                      profile_wall, profile_cpu)
+    result["breakdown"]["fair_clock"] = clock
+    per, p50, p90 = clock["per_decision_us"], clock["p50_us"], clock["p90_us"]
+    print(f"  the fair clock on the referee's thread, two games timed without the profiler "
+          f"({clock['decisions']} decisions), us per decision [a call's p50 / p90]:", file=out)
+    for name, label in (("wake", "wake: thaw, then confirm the table's stops"),
+                        ("rest", "rest: begin the stop (the freezer's write)"),
+                        ("cpu_ns", "CPU readings")):
+        print(f"    {label:<52} {per[name]:7.1f}  [{p50[name]:.1f} / {p90[name]:.1f}]",
+              file=out)
+    print(f"    {'in all':<52} {sum(per.values()):7.1f}", file=out)
     return result
 
 
