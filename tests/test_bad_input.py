@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from conftest import tournament_toml
 
 from arena import cli
@@ -476,6 +477,25 @@ def test_an_unexpected_error_is_one_line_with_exit_70(
     assert len(err.splitlines()) == 1 and len(err) <= MAX_MESSAGE
     assert err.startswith("arena: internal error: KeyError: 'xxx")
     assert err.rstrip().endswith("(please report; ARENA_DEBUG=1 shows the traceback)")
+    # from a trio nursery: the error inside, not the group's own words
+    def in_a_task(_: Any) -> int:
+        async def fail() -> None:
+            raise OSError("the thing inside")
+
+        async def run() -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(fail)
+                nursery.start_soon(fail)
+        trio.run(run)
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "verify", in_a_task)
+    assert main(["verify", "f"]) == 70
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith("arena: internal error: OSError: the thing inside (in a task, and "
+                          "1 more) (please report"), err
+    monkeypatch.setitem(cli.COMMANDS, "verify", broken)
     monkeypatch.setenv("ARENA_DEBUG", "1")
     with pytest.raises(KeyError):
         main(["verify", "f"])

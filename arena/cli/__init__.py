@@ -259,8 +259,23 @@ def _internal_error(e: BaseException) -> int:
     with ``ARENA_DEBUG=1``."""
     if os.environ.get("ARENA_DEBUG") == "1":
         raise e
-    print(f"arena: internal error: {type(e).__name__}: {one_line(str(e), 160)} (please "
-          f"report; ARENA_DEBUG=1 shows the traceback)", file=sys.stderr)
+    where = ""
+    if isinstance(e, BaseExceptionGroup):  # from a nursery: the first error it holds
+        leaves = 0
+        first: BaseException | None = None
+        stack: list[BaseException] = [e]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, BaseExceptionGroup):
+                stack.extend(reversed(item.exceptions))
+            else:
+                leaves += 1
+                first = first or item
+        if first is not None:
+            where = f" (in a task{f', and {leaves - 1} more' if leaves > 1 else ''})"
+            e = first
+    print(f"arena: internal error: {type(e).__name__}: {one_line(str(e), 160)}{where} "
+          f"(please report; ARENA_DEBUG=1 shows the traceback)", file=sys.stderr)
     return 70
 
 
