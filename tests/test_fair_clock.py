@@ -84,7 +84,8 @@ def test_no_bot_is_continued_for_a_call_before_every_bot_stopped_at_its_table_is
     by the time the next bot of the same table has been woken for its call, the first
     is FROZEN and its CPU time at rest noted, and it stays still. A stop begun at
     another table is not waited for there (its bots compute on another core), and is
-    confirmed at its own."""
+    confirmed at its own; one begun outside any game (after the hand-shake) is confirmed
+    at every table."""
     spec = BotSpec.parse(bot_cmd(SAMPLE_BOTS / "random_bot.py"))
     conns = [BotConnection(f"clock-{i}", spec, arena_sandbox.tmp / "logs", startup_s=120,
                            confinement=Confinement(sandbox=True)) for i in range(3)]
@@ -98,7 +99,12 @@ def test_no_bot_is_continued_for_a_call_before_every_bot_stopped_at_its_table_is
             for conn in conns:
                 await conn.open()
             first, second, elsewhere = conns
+            last = elsewhere.process._cgroup  # type: ignore[union-attr]
+            assert last is not None and last.cpu_at_rest is None  # stopped after its hello
             with one_table():
+                first.wake()  # a stop begun outside any game is confirmed at every table
+                assert last.cpu_at_rest is not None and state(elsewhere) == "FROZEN"
+                first.rest()
                 for _ in range(30):
                     first.wake()
                     first.rest()

@@ -680,14 +680,16 @@ def one_table() -> Iterator[None]:
 
 
 def confirm_stops() -> None:
-    """Wait until every freeze begun at this table is whole, noting each bot's CPU time:
-    the fair clock's rule that no bot computes while another is asked, kept at the one
-    place a bot is continued for a call (:meth:`arena.proc.connection.BotConnection.wake`,
-    after its own thaw: the stops of the bots before it finish while it is thawed).
+    """Wait until every freeze begun at this table (or outside any game) is whole, noting
+    each bot's CPU time: the fair clock's rule that no bot computes while another is
+    asked, kept at the one place a bot is continued for a call
+    (:meth:`arena.proc.connection.BotConnection.wake`, after its own thaw: the stops of
+    the bots before it finish while it is thawed).
     Nearly always already whole, so one read of the freezer state and one of the CPU
     time each."""
-    with _confirm_lock:
-        waiting = list(_waiting_stops())
+    with _confirm_lock:  # and those begun outside any game (a hand-shake), few and old
+        table = _stops.get()
+        waiting = [*(table or ()), *_other_stops]
     for cgroup in waiting:
         cgroup._confirm()
 
