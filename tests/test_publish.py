@@ -14,6 +14,7 @@ import gzip
 import itertools
 import json
 import math
+import os
 import pstats
 import random
 import re
@@ -21,6 +22,7 @@ import shlex
 import signal
 import socket
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +36,7 @@ import pytest
 from conftest import REPO, listening_on, start_server, stop_server
 
 from arena.cli import main
+from arena.publish import serve as serve_module
 from arena.publish.charts import nice_ticks
 from arena.publish.markup import LIST_ROWS, Slugs, game_path, slug
 from arena.publish.pages import BUILTIN_SANDBOX
@@ -719,6 +722,46 @@ def test_serve_stops_on_sigint_even_when_started_with_sigint_ignored(wizard: Bui
     code, out, err = stop_server(server, signal.SIGINT)
     assert code == 0, err
     assert "Traceback" not in err and "stopped" in out
+
+
+def test_serve_stops_on_a_signal_that_lands_while_it_takes_a_request_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic: SIGTERM arrives while the main thread is inside the server's
+    ``process_request`` (where ``socketserver`` catches every Exception as the request's
+    error). The server stops; it must not serve a second request (the background thread
+    stops it with a second SIGTERM if it does, and the test fails)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<!doctype html><title>t</title>")
+    original = serve_module._Server.process_request
+    signalled: list[bool] = []
+
+    def process_request(self: Any, request: Any, client_address: Any) -> None:
+        if not signalled:
+            signalled.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at once, in this frame
+        original(self, request, client_address)
+
+    monkeypatch.setattr(serve_module._Server, "process_request", process_request)
+    served_again: list[bool] = []
+
+    def client(url: str) -> None:
+        def ask() -> bool:
+            try:
+                with urlopen(url + "index.html", timeout=10) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+        ask()  # the request during which the signal lands
+        if ask():  # still serving: the signal was swallowed
+            served_again.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def ready(url: str) -> None:
+        threading.Thread(target=client, args=(url,), daemon=True).start()
+
+    serve_module.serve(site, 0, ready)
+    assert signalled and not served_again
 
 
 def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> None:

@@ -52,8 +52,11 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Stop(Exception):
-    """Raised in the main thread by the SIGINT or SIGTERM handler to leave serve_forever."""
+class _Stop(BaseException):
+    """Raised in the main thread by the SIGINT or SIGTERM handler to leave serve_forever.
+    Not an Exception: a signal that lands while the main thread takes a request in
+    (``socketserver``'s ``except Exception`` around ``process_request``) would be taken
+    for that request's error and the server would go on serving."""
 
 
 def make_server(site: Path, port: int) -> ThreadingHTTPServer:
