@@ -460,10 +460,9 @@ async def profile_games(players: Sequence[Player], games: int = 2,
 
 CLOCK_STEPS = ("wake", "rest", "cpu_ns")
 """The fair clock's steps on the referee's thread, as :func:`clock_games` times them:
-:meth:`BotConnection.wake` (the thaw, then the wait until every stop begun at the table
-is whole, :func:`arena.proc.cgroup.confirm_stops`), :meth:`BotConnection.rest` (the stop
-begun: the freezer's write) and :meth:`BotConnection.cpu_ns` (the CPU readings of a
-decision's figure)."""
+:meth:`BotConnection.wake` (the CPU check and the thaw), :meth:`BotConnection.rest` (the
+stop: the freezer's write, the wait until the kernel says frozen, the CPU reading) and
+:meth:`BotConnection.cpu_ns` (the readings of a decision's CPU figure)."""
 
 
 async def clock_games(players: Sequence[Player], games: int = 2) -> dict[str, Any]:
@@ -740,8 +739,8 @@ async def _measure(settings: Settings, out: TextIO, players: list[Player],
     per, p50, p90 = clock["per_decision_us"], clock["p50_us"], clock["p90_us"]
     print(f"  the fair clock on the referee's thread, two games timed without the profiler "
           f"({clock['decisions']} decisions), us per decision [a call's p50 / p90]:", file=out)
-    for name, label in (("wake", "wake: thaw, then confirm the table's stops"),
-                        ("rest", "rest: begin the stop (the freezer's write)"),
+    for name, label in (("wake", "wake: the CPU check and the thaw"),
+                        ("rest", "rest: the stop, until frozen, and its CPU time"),
                         ("cpu_ns", "CPU readings")):
         print(f"    {label:<52} {per[name]:7.1f}  [{p50[name]:.1f} / {p90[name]:.1f}]",
               file=out)

@@ -15,7 +15,7 @@ from conftest import SAMPLE_BOTS, Sandbox, bot_cmd, run_trio
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import limit_mechanism, one_table
+from arena.proc.cgroup import Cgroup, limit_mechanism
 from arena.proc.connection import BotConnection
 from arena.proc.process import BotProcess
 
@@ -78,58 +78,36 @@ def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
     run_trio(check)
 
 
-def test_no_bot_is_continued_for_a_call_before_every_bot_stopped_at_its_table_is_frozen(
+
+def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is_woken(
         arena_sandbox: Sandbox) -> None:
-    """Deterministic: after its call a bot's stop is only begun (the freezer written);
-    by the time the next bot of the same table has been woken for its call, the first
-    is FROZEN and its CPU time at rest noted, and it stays still. A stop begun at
-    another table is not waited for there (its bots compute on another core), and is
-    confirmed at its own; one begun outside any game (after the hand-shake) is confirmed
-    at every table."""
+    """Deterministic: the fair clock's stop after a call (one CPU reading, not two that
+    agree) returns with the bot FROZEN and its CPU time noted, and that time does not
+    move while the next bot of the table is woken and put to rest, 30 times over."""
     spec = BotSpec.parse(bot_cmd(SAMPLE_BOTS / "random_bot.py"))
     conns = [BotConnection(f"clock-{i}", spec, arena_sandbox.tmp / "logs", startup_s=120,
-                           confinement=Confinement(sandbox=True)) for i in range(3)]
+                           confinement=Confinement(sandbox=True)) for i in range(2)]
 
-    def state(conn: BotConnection) -> str:
+    def cgroup(conn: BotConnection) -> Cgroup:
         assert conn.process is not None and conn.process._cgroup is not None
-        return (conn.process._cgroup.dirs["freezer"] / "freezer.state").read_text().strip()
+        return conn.process._cgroup
 
     async def check() -> None:
         try:
             for conn in conns:
                 await conn.open()
-            first, second, elsewhere = conns
-            last = elsewhere.process._cgroup  # type: ignore[union-attr]
-            assert last is not None and last.cpu_at_rest is None  # stopped after its hello
-            with one_table():
-                first.wake()  # a stop begun outside any game is confirmed at every table
-                assert last.cpu_at_rest is not None and state(elsewhere) == "FROZEN"
-                first.rest()
-                for _ in range(30):
-                    first.wake()
-                    first.rest()
-                    second.wake()
-                    assert state(first) == "FROZEN"
-                    at_rest = first.process._cgroup.cpu_at_rest  # type: ignore[union-attr]
-                    assert at_rest is not None and first.cpu_ns() == at_rest
-                    second.rest()
-                    first.wake()
-                    assert state(second) == "FROZEN"
-                    first.rest()
-                    second.wake()
-                    second.rest()
-            with one_table():
-                elsewhere.wake()
-                elsewhere.rest()
-                cgroup = elsewhere.process._cgroup  # type: ignore[union-attr]
-                assert cgroup is not None
-                with one_table():
-                    first.wake()  # another table: its wake leaves that stop to its own
-                    assert cgroup.cpu_at_rest is None
-                    first.rest()
-                first.wake()  # the same table: confirmed
-                assert cgroup.cpu_at_rest is not None and state(elsewhere) == "FROZEN"
-                first.rest()
+            for _ in range(30):
+                for asked, other in (conns, conns[::-1]):
+                    asked.wake()
+                    asked.rest()
+                    stopped = cgroup(asked)
+                    at_rest = stopped.cpu_at_rest
+                    assert (stopped.dirs["freezer"] / "freezer.state").read_text().strip() \
+                        == "FROZEN"
+                    assert at_rest is not None and stopped.cpu_ns() == at_rest
+                    other.wake()
+                    other.rest()
+                    assert stopped.cpu_ns() == at_rest
         finally:
             for conn in conns:
                 await conn.aclose()

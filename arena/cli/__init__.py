@@ -242,16 +242,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             stored = group.subgroup(StoreError)  # the store failed while games ran
             if stored is not None and stored.exceptions and os.environ.get("ARENA_DEBUG") != "1":
-                first: BaseException = stored
-                while isinstance(first, BaseExceptionGroup):
-                    first = first.exceptions[0]
-                print(one_line(str(first)), file=sys.stderr)
+                print(one_line(str(_leaves(stored)[0])), file=sys.stderr)
                 return 2
             return _internal_error(group)
         print("arena: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug: one line, not a traceback (bad input has its own errors)
         return _internal_error(e)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The errors a (nested) exception group holds, in order."""
+    return [leaf for item in group.exceptions
+            for leaf in (_leaves(item) if isinstance(item, BaseExceptionGroup) else [item])]
 
 
 def _internal_error(e: BaseException) -> int:
@@ -261,19 +264,9 @@ def _internal_error(e: BaseException) -> int:
         raise e
     where = ""
     if isinstance(e, BaseExceptionGroup):  # from a nursery: the first error it holds
-        leaves = 0
-        first: BaseException | None = None
-        stack: list[BaseException] = [e]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, BaseExceptionGroup):
-                stack.extend(reversed(item.exceptions))
-            else:
-                leaves += 1
-                first = first or item
-        if first is not None:
-            where = f" (in a task{f', and {leaves - 1} more' if leaves > 1 else ''})"
-            e = first
+        leaves = _leaves(e)
+        where = f" (in a task{f', and {len(leaves) - 1} more' if len(leaves) > 1 else ''})"
+        e = leaves[0]
     print(f"arena: internal error: {type(e).__name__}: {one_line(str(e), 160)}{where} "
           f"(please report; ARENA_DEBUG=1 shows the traceback)", file=sys.stderr)
     return 70

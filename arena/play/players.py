@@ -14,7 +14,6 @@ from arena.bots import Bot
 from arena.model.faults import Fault
 from arena.model.results import GameResult, RoundResult
 from arena.proc.connection import BotConnection
-from arena.proc.process import BotProcess
 from arena.rules import Decision, View
 from arena.wire.client import BotClient, CallFailed
 from arena.wire.serde import WireError
@@ -83,29 +82,13 @@ class RemotePlayer:
     def __init__(self, connection: BotConnection, name: str | None = None) -> None:
         self.connection = connection
         self.name = name or connection.name
+        self.last_cpu_ms: float | None = None
         self.last_call_ms: float | None = None
-        self._last_cpu_ms: float | None = None
-        self._cpu_from: tuple[BotProcess | None, int | None] | None = None
-        """The process of the last call and its CPU time before: the CPU time after is
-        read when :attr:`last_cpu_ms` is (the stop after a call is confirmed before the
-        next bot is asked: reading it at once would wait for the kernel)."""
-
-    @property
-    def last_cpu_ms(self) -> float | None:
-        """The CPU time the bot's processes used in its last :meth:`decide` call, ms
-        (None where not measurable). Read it before the player's next call."""
-        if self._cpu_from is not None:
-            (process, before), self._cpu_from = self._cpu_from, None
-            conn = self.connection
-            after = conn.cpu_ns(stopped_ok=True) if process is conn.process else None
-            self._last_cpu_ms = (None if before is None or after is None
-                                 else (after - before) / 1e6)
-        return self._last_cpu_ms
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
         conn = self.connection
-        self._cpu_from, self._last_cpu_ms = None, None
+        self.last_cpu_ms = None
         self.last_call_ms = None
         client = await conn.client()
         if client is None:
@@ -133,7 +116,9 @@ class RemotePlayer:
             raise Fault("protocol", str(e)) from None
         finally:
             conn.rest()
-            self._cpu_from = (process, before)
+            after = conn.cpu_ns(stopped_ok=True) if process is conn.process else None
+            if before is not None and after is not None:
+                self.last_cpu_ms = (after - before) / 1e6
         return action
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:

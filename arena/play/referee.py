@@ -21,7 +21,6 @@ from arena.model.faults import FAULT_KINDS as FAULT_KINDS
 from arena.model.faults import Fault
 from arena.model.record import game_record, round_record
 from arena.model.results import GameResult, RoundResult, game_result, round_result
-from arena.proc.cgroup import one_table
 from arena.rules import Decision, Game, IllegalAction, View
 from arena.rules.cards import JESTER, WIZARD, format_card, format_suit, most_held_suit
 
@@ -50,11 +49,8 @@ class Player(Protocol):
     """One seat's connection to a bot, as the referee uses it."""
 
     name: str
-
-    @property
-    def last_cpu_ms(self) -> float | None:
-        """The bot's own CPU time for its last :meth:`decide`, where it can be measured
-        (read before the player's next call)."""
+    last_cpu_ms: float | None
+    """The bot's own CPU time for its last :meth:`decide`, where it can be measured."""
     # A player may also have ``last_call_ms``: how long its last :meth:`decide` call took
     # on the wire (start to answer), the bot's clock where the player can measure it; and
     # ``move_ms``: its own time per decision instead of the clock's (a person's seat), None
@@ -135,15 +131,6 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     except that restarting a crashed bot process (bounded by its start-up limit) is not
     cut short, so that no half-started process is left behind.
     """
-    with one_table():  # the fair clock's stops, of this game's bots
-        return await _play_game(game, players, clock, game_id, table_id, on_round, wire_ids)
-
-
-async def _play_game(game: Game, players: Sequence[Player], clock: TimeControl,
-                     game_id: str, table_id: str,
-                     on_round: Callable[[dict[str, Any]], Awaitable[None] | None] | None,
-                     wire_ids: tuple[str, str] | None) -> GameReport:
-    """:func:`play_game`, inside its fair clock."""
     n = game.players
     if len(players) != n:
         raise ValueError(f"{len(players)} players for {n} seats")
@@ -171,29 +158,15 @@ async def _play_game(game: Game, players: Sequence[Player], clock: TimeControl,
                                      f"{clock.max_faults}); the last: {kind}: {detail}")
             entry["forfeited"] = True
 
-    unread: list[int] = []
-    """Seats whose last decision's CPU time is not read yet: it is read once the next
-    bot has been asked (a bot's stop after its call is confirmed then, while the next
-    one is continued), and always before the seat is asked again."""
-
-    def read_cpu(seats: list[int]) -> None:
-        for s in seats:
-            cpu[s].append(getattr(players[s], "last_cpu_ms", None))
-            unread.remove(s)
-
     while not game.is_over:
         seat: int = game.to_move  # type: ignore[assignment]
         view = game.view(seat)
         if forfeit_reasons[seat]:
             game.apply(default_action(view))
         else:
-            if seat in unread:
-                read_cpu([seat])
-            others = list(unread)
             game.apply(await _ask(players[seat], view, game, clock, bank, latencies[seat],
                                   game_id, table_id, fault))
-            read_cpu(others)
-            unread.append(seat)
+            cpu[seat].append(getattr(players[seat], "last_cpu_ms", None))
         finished = len(game.log) - (0 if game.is_over else 1)
         while rounds_done < finished:
             entry = game.log[rounds_done]
@@ -204,7 +177,6 @@ async def _play_game(game: Game, players: Sequence[Player], clock: TimeControl,
                 result = on_round(round_record(entry))
                 if result is not None:
                     await result
-    read_cpu(list(unread))
     async with trio.open_nursery() as nursery:
         for seat, player in enumerate(players):
             reason = forfeit_reasons[seat]

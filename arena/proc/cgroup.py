@@ -19,9 +19,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -196,10 +194,6 @@ class Cgroup:
         self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
                           else self.dirs["cpuacct"] / "cpuacct.usage")
         self._freezer: Path | None = None
-        self._confirming = False
-        """A freeze is written and not yet confirmed (:meth:`begin_freeze`)."""
-        self._waiting_in: list[Cgroup] | None = None
-        """The list of :func:`confirm_stops` the freeze waits in."""
         self._fds: dict[tuple[str, int], int] = {}
         """Open descriptors of the files read or written at every decision (the freezer's
         state, the CPU time): no open and close on the decision path."""
@@ -360,71 +354,39 @@ class Cgroup:
                           "frozen") == 1
         return self._read_kept(str(self._freezer)).strip() == "FROZEN"
 
-    def freeze(self) -> None:
+    def freeze(self, settle: bool = True) -> None:
         """Stop every process of the bot at once, new ones included (the cgroup freezer,
         waited for until the kernel says the whole cgroup is frozen), and note its CPU
         time (it cannot change while the bot is stopped; :meth:`thaw` checks). Without a
         freezer: SIGSTOP to each process of the cgroup, again until the list is stable
-        and every process in it is stopped (a stopped process cannot fork)."""
-        self.begin_freeze()
-        self._confirm(settle=True)
+        and every process in it is stopped (a stopped process cannot fork).
 
-    def begin_freeze(self) -> None:
-        """The fair clock's stop after a call: write the freezer and return; the kernel
-        finishes the stop while the referee goes on, and :func:`confirm_stops` (called
-        before any bot is asked again) or this cgroup's own :meth:`thaw` waits for it and
-        notes the CPU time. Once the write is done no task of the bot runs its own code
-        again (a sleeping task is frozen on the spot or woken into the kernel's
-        refrigerator; a running one is sent there within microseconds), so what is left
-        to wait for is the kernel's bookkeeping, not the bot. Without a freezer: the
-        SIGSTOP sweep, at once."""
+        ``settle``: the CPU time once two readings agree (exact); else one reading, as
+        the fair clock takes it after every call: a slice the kernel accounts late is
+        microseconds, inside :data:`STOPPED_SLACK_NS`. The wait reads the state again
+        three times before it yields: the bot's tasks freeze on another core, and under
+        load each ``sched_yield`` gave the referee's core away for some 300 us."""
         if self._frozen:
             return
         self._frozen = True
-        self.cpu_at_rest = None
         if self._write_freezer(True):
-            with _confirm_lock:
-                self._confirming = True
-                self._waiting_in = _waiting_stops()
-                self._waiting_in.append(self)
-            return
+            deadline = time.monotonic() + 1.0
+            tries = 0
+            while not self._is_frozen():
+                if time.monotonic() > deadline:
+                    break  # a task stuck in the kernel: the CPU check at the thaw tells
+                tries += 1
+                if tries < 4:
+                    continue
+                if tries < 20:
+                    os.sched_yield()  # as a rule frozen within a few yields
+                else:
+                    time.sleep(0.0001)
+            else:
+                self.cpu_at_rest = self._settled_cpu_ns() if settle else self.cpu_ns()
+                return
         # (not stopped whole within the time: its CPU time is not taken as settled)
         self.cpu_at_rest = self._settled_cpu_ns() if self._sweep_stop() else None
-
-    def _confirm(self, settle: bool = False) -> None:
-        """Wait until the kernel says a freeze begun by :meth:`begin_freeze` is whole, and
-        note the CPU time (``settle``: once two readings agree; else one reading, the
-        slack of :data:`STOPPED_SLACK_NS` covering a slice accounted late). A stop not
-        whole within a second falls back to the SIGSTOP sweep. Nothing where no freeze is
-        waiting to be confirmed, or where another thread has taken it."""
-        with _confirm_lock:
-            if not self._confirming:
-                return
-            self._unlist()
-        deadline = time.monotonic() + 1.0
-        tries = 0
-        while not self._is_frozen():
-            if not self._frozen:
-                return  # thawed or killed meanwhile (an ending bot, from another thread)
-            if time.monotonic() > deadline:
-                break  # a task stuck in the kernel: the CPU check at the thaw tells
-            tries += 1
-            if tries < 4:
-                continue  # read again: the bot's tasks freeze on another core
-            if tries < 20:
-                os.sched_yield()  # as a rule frozen within a few yields
-            else:
-                time.sleep(0.0001)
-        else:
-            self.cpu_at_rest = self._settled_cpu_ns() if settle else self.cpu_ns()
-            return
-        self.cpu_at_rest = self._settled_cpu_ns() if self._sweep_stop() else None
-
-    def rest_cpu_ns(self) -> int | None:
-        """The CPU time noted at the last stop, once the stop is confirmed (None if it
-        could not be noted)."""
-        self._confirm()
-        return self.cpu_at_rest
 
     def _settled_cpu_ns(self) -> int | None:
         """The CPU time once two readings in a row agree: a task that has just stopped
@@ -470,7 +432,6 @@ class Cgroup:
         grows: a process escaped the stop)."""
         if not self._frozen:
             return
-        self._confirm()
         self._frozen = False
         if self.cpu_at_rest is not None:
             now = self.cpu_ns()
@@ -604,7 +565,6 @@ class Cgroup:
         SIGKILL with a freezer: freeze, kill every process, thaw (a frozen process dies
         at the thaw; no process can fork between the listing and the kill). Any other
         signal: thawed first (a frozen process does not act on it)."""
-        self._forget()
         if signal_number == signal.SIGKILL and self._write_freezer(True):
             self._signal_pids(signal_number, spare)
             self._frozen = False
@@ -615,18 +575,6 @@ class Cgroup:
             return
         self.thaw()
         self._signal_pids(signal_number, spare)
-
-    def _forget(self) -> None:
-        """Leave :func:`confirm_stops` out of this cgroup's stop (it is ending)."""
-        with _confirm_lock:
-            self._unlist()
-
-    def _unlist(self) -> None:
-        """(Holding the lock.) No freeze of this cgroup waits to be confirmed."""
-        self._confirming = False
-        if self._waiting_in is not None and self in self._waiting_in:
-            self._waiting_in.remove(self)
-        self._waiting_in = None
 
     def _signal_pids(self, signal_number: int, spare: int | None) -> None:
         for pid in self.pids():
@@ -640,7 +588,6 @@ class Cgroup:
     def remove(self) -> None:
         """Remove the cgroup folders (they must be empty: call after the processes end)."""
         self.thaw()
-        self._forget()
         self._close_files()
         for folder in self.dirs.values():
             for _ in range(50):
@@ -652,46 +599,6 @@ class Cgroup:
                 except OSError:  # the last tasks are still being reaped
                     time.sleep(0.002)
 
-
-
-_stops: ContextVar[list[Cgroup] | None] = ContextVar("arena_stops", default=None)
-"""Cgroups whose freeze is written (:meth:`Cgroup.begin_freeze`) and not yet confirmed,
-of one game (:func:`one_table`); outside a game, :data:`_other_stops`."""
-_other_stops: list[Cgroup] = []
-"""The stops begun outside any game's fair clock (a hand-shake, a check's call)."""
-
-
-def _waiting_stops() -> list[Cgroup]:
-    stops = _stops.get()
-    return _other_stops if stops is None else stops
-_confirm_lock = threading.Lock()
-
-
-@contextmanager
-def one_table() -> Iterator[None]:
-    """The fair clock of one game (the referee's, around its game loop): the stops that
-    :func:`confirm_stops` waits for are those of this game's bots (and of the tasks it
-    starts), not another game's, whose bots compute on another core anyway."""
-    token = _stops.set([])
-    try:
-        yield
-    finally:
-        _stops.reset(token)
-
-
-def confirm_stops() -> None:
-    """Wait until every freeze begun at this table (or outside any game) is whole, noting
-    each bot's CPU time: the fair clock's rule that no bot computes while another is
-    asked, kept at the one place a bot is continued for a call
-    (:meth:`arena.proc.connection.BotConnection.wake`, after its own thaw: the stops of
-    the bots before it finish while it is thawed).
-    Nearly always already whole, so one read of the freezer state and one of the CPU
-    time each."""
-    with _confirm_lock:  # and those begun outside any game (a hand-shake), few and old
-        table = _stops.get()
-        waiting = [*(table or ()), *_other_stops]
-    for cgroup in waiting:
-        cgroup._confirm()
 
 
 # -- the v1 freezer's switch ---------------------------------------------------------

@@ -15,7 +15,6 @@ from arena.model.faults import Fault
 from arena.model.limits import Confinement
 from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
-from arena.proc.cgroup import confirm_stops
 from arena.proc.logs import LogFolder
 from arena.proc.process import EXIT_WAIT_S, BotProcess
 from arena.wire.channels import Channel, remote_channel, wait_serving
@@ -247,7 +246,6 @@ class BotConnection:
         self._busy += 1
         if self._process is not None:
             self._process.thaw()
-        confirm_stops()  # every bot stopped before this call is stopped whole
 
     def rest(self) -> None:
         """After a call: freeze the process once no call is in flight."""
@@ -258,7 +256,7 @@ class BotConnection:
 
     def _rest(self) -> None:
         if self._process is not None and self._process.alive():
-            self._process.begin_freeze()
+            self._process.freeze(settle=False)  # the fair clock's stop, after each call
 
     def cpu_ns(self, stopped_ok: bool = False) -> int | None:
         return self._process.cpu_ns(stopped_ok) if self._process is not None else None

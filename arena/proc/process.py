@@ -372,16 +372,11 @@ class BotProcess:
 
     # -- while it runs ----------------------------------------------------------------
 
-    def freeze(self) -> None:
-        """Stop the bot's processes between its calls (where it has a cgroup)."""
+    def freeze(self, settle: bool = True) -> None:
+        """Stop the bot's processes between its calls (where it has a cgroup; ``settle``:
+        see :meth:`Cgroup.freeze`)."""
         if self._cgroup is not None:
-            self._cgroup.freeze()
-
-    def begin_freeze(self) -> None:
-        """As :meth:`freeze`, the wait for the kernel left to :func:`confirm_stops` (the
-        fair clock after a call: see :meth:`Cgroup.begin_freeze`)."""
-        if self._cgroup is not None:
-            self._cgroup.begin_freeze()
+            self._cgroup.freeze(settle)
 
     def thaw(self) -> None:
         if self._cgroup is not None:
@@ -411,10 +406,8 @@ class BotProcess:
         cgroup = self._cgroup
         if cgroup is None:
             return self._last_cpu_ns  # ended: the figure when its cgroup was removed
-        if stopped_ok and cgroup.stopped:
-            at_rest = cgroup.rest_cpu_ns()
-            if at_rest is not None:
-                return at_rest
+        if stopped_ok and cgroup.stopped and cgroup.cpu_at_rest is not None:
+            return cgroup.cpu_at_rest
         return cgroup.cpu_ns()
 
     def limit_detail(self) -> str | None:

@@ -584,7 +584,8 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
     rating = lb.get("rating") or {}
     options = dict(lb.get("options") or {})
     played = {b["name"]: b for b in lb["bots"]}
-    anchors = [b for b in lb["bots"] if b.get("house") and b.get("fixed_elo") is not None]
+    anchored = ", ".join(f"{b['name']} {num(b['fixed_elo'], 0)}" for b in lb["bots"]
+                         if b.get("house") and b.get("fixed_elo") is not None)
     scheduled = scheduled_games(meta)
     n_tables = len({r.table_no for r in site.rows})
     seed = lb.get("seed")
@@ -717,12 +718,10 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
          "<p>Every game of <i>k</i> seats counts as <i>k</i>(<i>k</i> − 1)/2 comparisons, one "
          "per pair of seats: the higher final total wins it, equal totals draw. The ratings ")
         + "are the Bradley-Terry strengths that best explain all comparisons, on the Elo scale "
-        + ("(400 points = odds of 10 to 1), set by the house bots' fixed ratings ("
-           + esc(", ".join(f"{b['name']} {num(b['fixed_elo'], 0)}" for b in anchors))
-           + "), with " if anchors else
-           "(400 points = odds of 10 to 1) and centred so that the pool averages 1500, with ")
-        +
-        f"{esc(num(rating.get('prior_draws', 1), 1)).removesuffix('.0')} virtual draw(s) per "
+        + "(400 points = odds of 10 to 1) "
+        + (f"set by the house bots' fixed ratings ({esc(anchored)}), with " if anchored else
+           "and centred so that the pool averages 1500, with ")
+        + f"{esc(num(rating.get('prior_draws', 1), 1)).removesuffix('.0')} virtual draw(s) per "
         "bot against the pool average. "
         f"The {round(100 * float(rating.get('level', 0.95)))}% intervals come from a "
         f"bootstrap over duplicate sets ({esc(rating.get('resamples', '?'))} resamples, "
