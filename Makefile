@@ -63,7 +63,18 @@ $(BWRAP):
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; \
 	else echo "bubblewrap is not installed: install the 'bubblewrap' package (bots run in its sandbox)"; fi
 
-demo: $(STAMP) $(NODE_BOT) $(BWRAP)
+# As root, each bot process mounts the shared folders of its view from images of its own
+# (arena/proc/images.py), made with mkfs.erofs (Debian's erofs-utils): installed here as
+# root with apt-get; without it the folders are bound from the host, and the arena says so.
+MKFS_EROFS := /usr/bin/mkfs.erofs
+$(MKFS_EROFS):
+	@if command -v mkfs.erofs >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq erofs-utils >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq erofs-utils >/dev/null; }; \
+	fi
+
+demo: $(STAMP) $(NODE_BOT) $(BWRAP) $(MKFS_EROFS)
 	$(BIN)/arena tournament tournaments/demo.toml --fresh
 	$(BIN)/arena publish out/demo --out out/demo-site
 	@echo "The demo's site: open out/demo-site/index.html in a browser, or run: $(BIN)/arena serve out/demo-site"
@@ -72,7 +83,7 @@ demo: $(STAMP) $(NODE_BOT) $(BWRAP)
 # module fixtures, such as a played tournament, are then made once): `make test
 # WORKERS=0` runs it in this process.
 WORKERS ?= auto
-test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP)
+test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP) $(MKFS_EROFS)
 	$(BIN)/pytest -n $(WORKERS) --dist loadfile
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.

@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, str] = {
     "tournament": "benchmarks.tournament",
     "isolation": "benchmarks.isolation",
     "bot_ids": "benchmarks.bot_ids",
+    "view_images": "benchmarks.view_images",
     "freezer": "benchmarks.freezer",
     "ray": "benchmarks.ray",
     "fairness": "benchmarks.fairness",

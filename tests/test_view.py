@@ -12,6 +12,7 @@ default view the receiver reads nothing; the control, the same bots with ``view 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -29,7 +30,7 @@ from conftest import REPO
 
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
-from arena.proc import view
+from arena.proc import images, view
 from arena.proc.bwrap import bwrap_args, sandbox_works, warm_roots
 
 needs_sandbox = pytest.mark.skipif(
@@ -208,10 +209,11 @@ def world(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], str]]:
 
 
 def talk_tournament(folder: Path, name: str, shared: str, tag: str, *, which: str,
-                    control: bool = False) -> str:
+                    control: bool = False, channel: str = "timing") -> str:
     def bot(role: str) -> str:
         words = ["python", str(HOSTILE / "cachetalk.py"), "--tag", tag, "--role", role,
-                 "--shared", shared, *(["--control"] if control and role == "send" else [])]
+                 "--shared", shared, "--channel", channel,
+                 *(["--control"] if control and role == "send" else [])]
         return "cmd:" + " ".join(words)
 
     text = [f'name = "{name}"', 'game = "wizard"', "seats = 3",
@@ -228,10 +230,14 @@ def talk_tournament(folder: Path, name: str, shared: str, tag: str, *, which: st
 
 
 def play(world: tuple[Path, dict[str, str], str], name: str, shared: str, *, which: str,
-         control: bool = False) -> dict[str, list[dict[str, Any]]]:
+         control: bool = False, channel: str = "timing", images: bool = True
+         ) -> dict[str, list[dict[str, Any]]]:
     folder, env, tag = world
     out = folder / f"out-{name}"
-    path = talk_tournament(folder, name, shared, tag, which=which, control=control)
+    path = talk_tournament(folder, name, shared, tag, which=which, control=control,
+                           channel=channel)
+    if not images:
+        env = dict(env, ARENA_NO_VIEW_IMAGES="1")
     done = subprocess.run(
         [sys.executable, "-m", "arena", "tournament", path, "--out", str(out),
          "--resamples", "20"], cwd=REPO, env=env, text=True, capture_output=True,
@@ -269,8 +275,20 @@ def test_two_sandboxed_bots_at_one_table_pass_nothing_by_page_cache_timing(
     assert all(r["hands_read"] == 0 and r["cards_right"] == 0 for r in reports["recv"]), \
         reports
     if where == "data":
-        got, pages = cached(Path(shared))
-        assert got == pages, (got, pages)  # read in before the bots started
+        # read in before the bots started: the file, or where each bot mounts its folder
+        # from an image of its own (arena.proc.images), the image, which its pages
+        # come from
+        target = Path(shared)
+        if images.image_mechanism().active:
+            prefix = hashlib.sha256(str(target.parent).encode()).hexdigest()[:16]
+            found = list(Path(images.image_dir()).glob(f"{prefix}-*.erofs"))
+            assert len(found) == 1, found
+            target = found[0]
+        got, pages = cached(target)
+        # all of it, but for what the machine's own reclaim takes back: this machine
+        # drops a few pages of a file it has not touched for seconds (measured: 20-140
+        # of 6,145, with no memory pressure), which the docs list as not covered
+        assert got >= pages * 0.9, (target, got, pages)
 
 
 @needs_sandbox
@@ -294,6 +312,47 @@ def test_control_with_the_system_view_the_receiver_reads_the_senders_hands(
     shared = str(fresh_file(world[0] / "shared-off", 24))
     off = play(world, "talk-control-off", shared, which="system", control=True)
     assert all(r["hands_read"] == 0 for r in off["recv"]), off
+
+
+needs_images = pytest.mark.skipif(
+    not images.image_mechanism().active and not os.environ.get("ARENA_REQUIRE_VIEW_IMAGES"),
+    reason=f"no view images here: {images.image_mechanism().why_not}")
+
+
+@needs_sandbox
+@needs_images
+@pytest.mark.timeout(300)
+def test_the_directory_cache_is_a_file_system_of_each_bots_own(
+        world: tuple[Path, dict[str, str], str]) -> None:
+    """The cache of directory entries (``--channel dentry``): the sender looks up names
+    that do not exist in the folder of the largest library under /usr, the receiver
+    times lookups of the same names. Each bot's /usr is a file system of its own
+    (:mod:`arena.proc.images`), so the sender's lookups are not in the receiver's cache:
+    it reads nothing."""
+    reports = play(world, "dentry", "usr", which="runtime", channel="dentry")
+    assert sum(r["sent"] for r in reports["send"]) > 0, reports
+    assert sum(r["looks"] for r in reports["recv"]) > 0, reports
+    assert all(r["hands_read"] == 0 and r["cards_right"] == 0 for r in reports["recv"]), \
+        reports
+
+
+@needs_sandbox
+@needs_images
+@pytest.mark.timeout(600)
+def test_control_with_the_folders_bound_from_the_host_lookups_carry_the_hands(
+        world: tuple[Path, dict[str, str], str]) -> None:
+    """The same bots with ``ARENA_NO_VIEW_IMAGES`` (the folders bound from the host, one
+    cache for all): the receiver reads the sender's hands. Lookup timing is noisy on a
+    loaded machine: the channel must show in one of three tournaments."""
+    tries = []
+    for attempt in range(3):
+        reports = play(world, f"dentry-control-{attempt}", "usr", which="runtime",
+                       channel="dentry", images=False)
+        tries.append(reports["recv"])
+        if sum(r["hands_read"] for r in reports["recv"]) > 0:
+            assert sum(r["cards_right"] for r in reports["recv"]) > 0, reports
+            return
+    pytest.fail(f"the directory-cache channel never showed with host binds: {tries}")
 
 
 def test_warm_roots_cover_the_view_and_leave_out_what_is_hidden(tmp_path: Path) -> None:

@@ -314,8 +314,10 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         err.print(f"isolation: {base.isolation}; {base.concurrency} game(s) at once",
                   markup=False)
         from arena.proc.ids import id_mechanism
+        from arena.proc.images import image_mechanism
 
         err.print(id_mechanism().describe(), markup=False)
+        err.print(image_mechanism().describe(), markup=False)
         last = [time.monotonic(), 0]
 
         def event(text: str) -> None:

@@ -317,8 +317,10 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
     err.print(mechanism.describe(config.limits), soft_wrap=True, markup=False)
     if any(bot.confinement.sandbox for bot in external):
         from arena.proc.ids import id_mechanism
+        from arena.proc.images import image_mechanism
 
         err.print(id_mechanism().describe(), soft_wrap=True, markup=False)
+        err.print(image_mechanism().describe(), soft_wrap=True, markup=False)
         err.print("sandbox view: what each bot's runtime needs, read into the page cache "
                   "before it starts (view = \"runtime\")", soft_wrap=True, markup=False)
     for bot in external:

@@ -19,6 +19,7 @@ from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
 from arena.proc import ids
 from arena.proc.cgroup import Cgroup, Mechanism
+from arena.proc.images import MAX_IMAGES, image_for, image_mechanism, mount_script, place
 from arena.proc.seccomp import sealed_memfd
 from arena.proc.view import runtime_view
 
@@ -150,6 +151,33 @@ def warm_roots(args: list[str], cwd: Path, confinement: Confinement,
             [r for r in roots if not any(r.is_relative_to(i) for i in installed)])
 
 
+def view_images(roots: list[Path], exclude: list[Path], always: list[Path],
+                hide: tuple[Path, ...] = ()) -> dict[Path, Path]:
+    """The image of each folder of a bot's view (:func:`warm_roots`'s ``roots`` that are
+    folders holding nothing hidden), made where missing
+    (:func:`arena.proc.images.image_for`); empty where images are not in force. The
+    folders in ``always`` (the bot's own, its extras, the SDK's source) are checked at
+    every start, and one with files closed to other users is left to its copy
+    (:func:`arena.proc.ids.staging`). Blocks, for seconds when it makes one: call it off
+    the game loop."""
+    if not image_mechanism().active:
+        return {}
+    secret = [Path(os.path.abspath(h)) for h in hide]
+    out: dict[Path, Path] = {}
+    for root in sorted(roots, key=lambda p: len(p.parts)):
+        if any(root.is_relative_to(t) for t in out) or os.path.islink(root) or \
+                not os.path.isdir(root) or any(p.is_relative_to(root) for p in secret) or \
+                any(p.is_relative_to(root) and p != root for p in always):
+            continue
+        fresh = root in always
+        if fresh and not ids.all_readable(root):
+            continue
+        image = image_for(root, [e for e in exclude if e.is_relative_to(root)], fresh=fresh)
+        if image is not None:
+            out[root] = image
+    return out
+
+
 def program_roots(argv0: str, cwd: Path) -> list[Path]:
     """What a command's program needs to run: its folder, or its interpreter's prefix."""
     roots: list[Path] = []
@@ -234,15 +262,20 @@ def bwrap_args(args: list[str], cwd: Path, confinement: Confinement,
 def bwrap_options(args: list[str], cwd: Path, confinement: Confinement,
                   env: dict[str, str], hide: tuple[Path, ...] = (),
                   seccomp: int | None = None, info_fd: int | None = None,
-                  staged: list[ids.Staged] | None = None) -> list[str]:
+                  staged: list[ids.Staged] | None = None,
+                  images: dict[Path, Path] | None = None,
+                  mounts: list[Path] | None = None) -> list[str]:
     """The options of :func:`bwrap_args` (what follows ``bwrap``, up to ``--``).
 
     ``staged``: bubblewrap will run as a uid of the bot's own (:mod:`arena.proc.ids`):
     each bind source that uid cannot reach is appended to the list and bound from its
-    staged place (:func:`arena.proc.ids.staged_path`) instead."""
+    staged place (:func:`arena.proc.ids.staged_path`) instead. ``images``: the image of
+    each shared folder of the view (:func:`arena.proc.images.image_for`); each one used
+    is appended to ``mounts`` and the folder bound from its place
+    (:func:`arena.proc.images.place`), where the spawn chain mounts it."""
     from arena.proc import seccomp as filters
 
-    out = [*_bwrap_view(args, cwd, confinement, hide, staged),
+    out = [*_bwrap_view(args, cwd, confinement, hide, staged, images, mounts),
            *(filters.bwrap_options(seccomp) if seccomp is not None else []),
            "--size", str(SOCKET_DIR_BYTES), "--perms", "0700", "--tmpfs", SOCKET_DIR,
            *(["--info-fd", str(info_fd)] if info_fd is not None else []), "--clearenv"]
@@ -260,7 +293,9 @@ def options_fd(options: list[str]) -> int:
 
 
 def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
-                hide: tuple[Path, ...], staged: list[ids.Staged] | None = None) -> list[str]:
+                hide: tuple[Path, ...], staged: list[ids.Staged] | None = None,
+                images: dict[Path, Path] | None = None,
+                mounts: list[Path] | None = None) -> list[str]:
     """What a bot sees: the namespace and mount options (worked out at each start, so a
     file made or removed since is seen as it is now)."""
     ro, own, excluded = view_paths(args, cwd, confinement)
@@ -286,7 +321,15 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
         if not any(path.is_relative_to(b) for b in binds):
             binds.append(path)
             source = str(path)
-            if staged is not None:
+            secrets = [s for s in hidden if s.is_relative_to(path)]
+            image = (images or {}).get(path) if mounts is not None and not secrets \
+                and len(mounts) < MAX_IMAGES else None
+            if image is not None and mounts is not None:
+                # a folder shared with other bots: from an image of its own, a cache of
+                # directory entries no other bot reaches (arena.proc.images)
+                source = place(len(mounts))
+                mounts.append(image)
+            elif staged is not None:
                 try:
                     how = ids.staging(path, own=path in own,
                                       hidden=tuple(Path(os.path.abspath(h)) for h in hide))
@@ -299,7 +342,6 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
                             f"closed to other users (the last: {path})")
                     source = ids.staged_path(len(staged), how)
                     staged.append(how)
-            secrets = [s for s in hidden if s.is_relative_to(path)]
             out += (_leaves(Path(source), path, secrets) if secrets
                     else ["--ro-bind", source, str(path)])
     for path in excluded:
@@ -356,8 +398,8 @@ def idle_start_possible(cgroup: Cgroup | None) -> bool:
 
 
 def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
-                  lease: ids.Lease | None = None, staged: list[ids.Staged] | None = None
-                  ) -> list[str]:
+                  lease: ids.Lease | None = None, staged: list[ids.Staged] | None = None,
+                  mounts: list[Path] | None = None) -> list[str]:
     """The prefix of a confined command: ``setpriv --pdeathsig KILL``; with a ``lease``
     (:mod:`arena.proc.ids`) and ``staged`` sources, a mount namespace of the bot's own;
     ``sh`` joining the cgroups (and binding the staged sources); ``prlimit``; with a
@@ -369,9 +411,12 @@ def spawn_wrapper(cgroup: Cgroup | None, limits: Limits, mechanism: Mechanism,
         # killed with the arena even before bubblewrap's own --die-with-parent is set up
         # (the signal survives the execs below)
         prefix += [setpriv, "--pdeathsig", "KILL", "--"]
-    before, switch = ids.wrapper(lease, staged or []) if lease is not None else ([], [])
+    before, switch = ids.wrapper(lease, staged or [], bool(mounts)) if lease is not None \
+        else ([], [])
     prefix += before
     stage = ids.stage_script(staged or []) if lease is not None else ""
+    if lease is not None and mounts:
+        stage += mount_script(image_mechanism(), mounts)
     if cgroup is not None or stage:
         # the shell writes its own pid into each cgroup, then execs the rest: every
         # process of the bot starts inside, without a preexec_fn

@@ -332,6 +332,12 @@ def staging(path: Path, own: bool, hidden: tuple[Path, ...] = ()) -> Staged | No
     return Staged(path, False)
 
 
+def all_readable(path: Path) -> bool:
+    """Whether every file and folder under ``path`` is readable by other users (walked
+    once per state of the folder, see :func:`staging`)."""
+    return _own_readable(path)
+
+
 def _own_readable(path: Path) -> bool:
     """:func:`_all_readable`, walked once per folder and state of it (its own change
     and status times): a bot's folder is walked at its first start, not at every start
@@ -388,13 +394,16 @@ def _folder_size(path: Path, skip: set[Path]) -> tuple[int, int]:
     return size, files
 
 
-def wrapper(lease: Lease, staged: list[Staged]) -> tuple[list[str], list[str]]:
+def wrapper(lease: Lease, staged: list[Staged], mounts: bool = False
+            ) -> tuple[list[str], list[str]]:
     """The two pieces of the spawn chain for a leased process (see the module): what
     comes before the shell that joins the cgroups (a mount namespace of the bot's own,
-    only where something is staged), and the uid change that follows it (with
-    ``--pdeathsig`` again: a uid change clears the parent-death signal)."""
+    only where something is staged or ``mounts``: images of its view are mounted,
+    :mod:`arena.proc.images`), and the uid change that follows it (with ``--pdeathsig``
+    again: a uid change clears the parent-death signal)."""
     mechanism = id_mechanism()  # active: it gave the lease
-    before = [mechanism.unshare, "--mount", "--propagation", "private", "--"] if staged else []
+    before = [mechanism.unshare, "--mount", "--propagation", "private", "--"] \
+        if staged or mounts else []
     switch = [mechanism.setpriv, "--reuid", str(lease.uid), "--regid", str(lease.uid),
               "--clear-groups", "--pdeathsig", "KILL", "--"]
     return before, switch

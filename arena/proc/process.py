@@ -37,6 +37,7 @@ from arena.proc.bwrap import (
     options_fd,
     seccomp_fd,
     spawn_wrapper,
+    view_images,
     warm_roots,
 )
 from arena.proc.cgroup import Cgroup, limit_mechanism
@@ -129,6 +130,9 @@ class BotProcess:
         self._sock: int | None = None
         self._lease: ids.Lease | None = None
         """The uid this process runs as outside its sandbox (:mod:`arena.proc.ids`)."""
+        self._images: dict[Path, Path] = {}
+        """The image of each shared folder of its view (:mod:`arena.proc.images`), found
+        by :meth:`warm_view`."""
 
     @property
     def pid(self) -> int | None:
@@ -177,6 +181,7 @@ class BotProcess:
         info_w: int | None = None
         args_fd: int | None = None
         staged: list[ids.Staged] | None = None
+        mounts: list[Path] | None = None
         log_fd: int | None = None
         err_r: int | None = None
         err_w: int | None = None
@@ -185,13 +190,15 @@ class BotProcess:
                 if confinement.sandbox:
                     self._lease = ids.lease()  # a uid of its own, where the arena is root
                     staged = [] if self._lease is not None else None
+                    mounts = [] if self._lease is not None else None
                     filter_fd = seccomp_fd()
                     self._info, info_w = os.pipe2(os.O_CLOEXEC)
                     os.set_blocking(self._info, False)
                     # every option in a sealed memfd (--args): none on a command line
                     args_fd = options_fd(bwrap_options(args, cwd, confinement, env,
                                                        self.hide, seccomp=filter_fd,
-                                                       info_fd=info_w, staged=staged))
+                                                       info_fd=info_w, staged=staged,
+                                                       images=self._images, mounts=mounts))
                     args = [bwrap_binary(), "--args", str(args_fd), "--", *args]
                     # bubblewrap's own environment (the bot's is cleared and set inside):
                     # only the arena's temporary folder, which says whose sandbox it is
@@ -205,7 +212,7 @@ class BotProcess:
             except (SandboxError, OSError) as e:
                 raise _StartFailed(str(e)) from None
             args = spawn_wrapper(self._cgroup, confinement.limits, mechanism, self._lease,
-                                 staged) + args
+                                 staged, mounts) + args
             try:  # a new file in a folder of ours: a planted symlink is never followed
                 private_dir(self.log_path.parent)
                 log_fd, self.log_path = open_new_log(self.log_path)
@@ -361,7 +368,11 @@ class BotProcess:
         roots, exclude, always = warm_roots(args, cwd, self.confinement, self.hide)
         if not roots:
             return
-        done = warm(roots, exclude, always=always, again=again)
+        self._images = view_images(roots, exclude, always, self.hide)
+        # what the bot reads from an image comes through the image's pages: those are
+        # warmed, not the folder's own, which no sandbox shows
+        roots = [r for r in roots if not any(r.is_relative_to(i) for i in self._images)]
+        done = warm([*roots, *self._images.values()], exclude, always=always, again=again)
         if done.over_cap and not _over_cap_said:
             _over_cap_said.append(True)
             print(f"arena: warning: the sandbox view of bot {self.name} is above the "

@@ -1,0 +1,217 @@
+"""A cache of directory entries of its own for every sandboxed bot process
+(arena/proc/images.py): each shared folder of the view is mounted, in the bot's own mount
+namespace, from an image, a file system (a superblock, a device number) of its own.
+
+The kernel's cache of directory entries is per file system: with the folders bound from
+the host, a name one bot looks up is cached for every bot, and the time of a lookup
+tells whether another bot looked it up first (``tests/test_view.py`` shows that channel
+end to end). Here: the mechanism, deterministically, on two live bots, with a control;
+and how an image follows its folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from arena.model.limits import Confinement
+from arena.proc import ids, images
+from arena.proc.bwrap import sandbox_works
+from arena.proc.process import BotProcess
+
+REPO = Path(__file__).resolve().parents[1]
+BOT = REPO / "sample_bots" / "python" / "heuristic_bot.py"
+
+WHY_NOT = sandbox_works() or images.image_mechanism().why_not
+REQUIRED = bool(os.environ.get("ARENA_REQUIRE_VIEW_IMAGES"))  # .ci/run, as root
+needs_images = pytest.mark.skipif(bool(WHY_NOT) and not REQUIRED,
+                                  reason=f"no view images here: {WHY_NOT}")
+
+
+@pytest.mark.skipif(not REQUIRED, reason="ARENA_REQUIRE_VIEW_IMAGES is not set")
+def test_view_images_are_in_force_where_required() -> None:
+    assert not WHY_NOT, WHY_NOT
+
+
+def _bot_pid(proc: BotProcess) -> int:
+    """The deepest process below the bot's wrapper: the bot itself."""
+    assert proc.pid is not None
+    pid = proc.pid
+    while True:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return pid
+        if not children:
+            return pid
+        pid = int(children[0])
+
+
+def _shared_folders() -> list[str]:
+    arch = sysconfig.get_config_var("MULTIARCH")
+    folders = ["/usr/bin", sysconfig.get_paths()["stdlib"], sys.prefix, str(BOT.parent)]
+    if isinstance(arch, str) and os.path.isdir(f"/usr/lib/{arch}"):
+        folders.append(f"/usr/lib/{arch}")
+    return [os.path.realpath(f) for f in folders]
+
+
+def _fs_types(pid: int) -> dict[str, str]:
+    """Mount point (as the bot sees it) -> file-system type, from its mount table."""
+    out = {}
+    for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
+        fields, _, rest = line.partition(" - ")
+        out[fields.split()[4]] = rest.split()[0]
+    return out
+
+
+def _devices_of_two_live_bots(tmp_path: Path) -> tuple[list[dict[str, int]], list[dict[str, str]]]:
+    folders = _shared_folders()
+
+    async def main() -> tuple[list[dict[str, int]], list[dict[str, str]]]:
+        procs = [BotProcess(f"b{i}", f"{sys.executable} {BOT}", tmp_path / f"b{i}.log",
+                            cwd=REPO, confinement=Confinement(), idle=False)
+                 for i in range(2)]
+        devices, types = [], []
+        try:
+            for proc in procs:
+                (await proc.start()).close()
+            for proc in procs:  # both alive at once
+                pid = _bot_pid(proc)
+                devices.append({f: os.stat(f"/proc/{pid}/root{f}").st_dev for f in folders})
+                types.append(_fs_types(pid))
+        finally:
+            for proc in procs:
+                await proc.aclose()
+        return devices, types
+
+    return trio.run(main)
+
+
+@needs_images
+def test_two_live_bots_see_each_shared_folder_from_a_file_system_of_their_own(
+        tmp_path: Path) -> None:
+    """Each shared folder of the view (the programs, the machine's libraries, the
+    standard library, the venv, the bot's own folder) is, in each of two bots alive at
+    once, an EROFS mount with a device of its own: not the host's, not the other
+    bot's. The kernel keeps a cache of directory entries per file system, so a name one
+    bot looks up is not in the other's cache."""
+    devices, types = _devices_of_two_live_bots(tmp_path)
+    for folder in _shared_folders():
+        host = os.stat(folder).st_dev
+        first, second = devices[0][folder], devices[1][folder]
+        assert len({host, first, second}) == 3, (folder, host, first, second)
+        for seen in types:
+            # the folder, or the folder above it that holds it, is an image
+            holder = max((m for m in seen if folder == m or folder.startswith(m + "/")),
+                         key=len)
+            assert seen[holder] == "erofs", (folder, holder, seen[holder])
+
+
+@pytest.fixture
+def images_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("ARENA_NO_VIEW_IMAGES", "1")
+    images.image_mechanism.cache_clear()
+    yield
+    monkeypatch.delenv("ARENA_NO_VIEW_IMAGES")
+    images.image_mechanism.cache_clear()
+
+
+@needs_images
+@pytest.mark.usefixtures("images_off")
+def test_control_with_images_off_both_bots_see_the_hosts_file_system() -> None:
+    """The same bots with ``ARENA_NO_VIEW_IMAGES``: every shared folder is the host's
+    own file system in both (one cache of directory entries for all), and the arena says
+    so."""
+    assert not images.image_mechanism().active
+    assert "bound from the host" in images.image_mechanism().describe()
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        devices, types = _devices_of_two_live_bots(Path(folder))
+    for folder_path in _shared_folders():
+        host = os.stat(folder_path).st_dev
+        assert devices[0][folder_path] == devices[1][folder_path] == host, folder_path
+    assert not any(kind == "erofs" for seen in types for kind in seen.values())
+
+
+@pytest.fixture
+def own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    store = tmp_path / "images"
+    monkeypatch.setenv("ARENA_VIEW_IMAGE_DIR", str(store))
+    images._checked.clear()
+    yield store
+    images._checked.clear()
+
+
+def _listing(image: Path) -> list[str]:
+    """The image's contents, as a bot's mount namespace shows them."""
+    mechanism = images.image_mechanism()
+    done = subprocess.run(
+        [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
+         "/bin/sh", "-c", f"{images.mount_script(mechanism, [image])}"
+         f"cd {images.place(0)} && find . | sort"],
+        capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout.split()
+
+
+@needs_images
+def test_an_image_follows_its_folder_and_leaves_out_what_the_view_leaves_out(
+        own_store: Path, tmp_path: Path) -> None:
+    """An image is made once for a folder as it is; a folder changed is imaged again
+    (the old image goes); a folder left out of the view is in it empty; and every file
+    in it is root's, with its mode and time kept."""
+    folder = tmp_path / "lib"
+    (folder / "tests" / "deep").mkdir(parents=True)
+    (folder / "tests" / "deep" / "secret.py").write_text("x = 1\n")
+    (folder / "mod.py").write_text("y = 2\n")
+    os.utime(folder / "mod.py", ns=(10**18, 10**18))
+    exclude = [folder / "tests"]
+    first = images.image_for(folder, exclude, fresh=True)
+    assert first is not None and first.parent == own_store
+    assert images.image_for(folder, exclude, fresh=True) == first  # unchanged: the same
+    assert _listing(first) == [".", "./mod.py", "./tests"]
+    (folder / "new.py").write_text("z = 3\n")
+    second = images.image_for(folder, exclude, fresh=True)
+    assert second is not None and second != first
+    assert not first.exists()  # one image per folder: the newest
+    assert _listing(second) == [".", "./mod.py", "./new.py", "./tests"]
+    mechanism = images.image_mechanism()
+    done = subprocess.run(
+        [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
+         "/bin/sh", "-c", f"{images.mount_script(mechanism, [second])}"
+         f"stat -c '%u %a %Y' {images.place(0)}/mod.py"],
+        capture_output=True, text=True, timeout=30, check=True)
+    assert done.stdout.split() == ["0", "644", str(10**9)]
+
+
+def test_a_path_is_a_literal_in_the_images_exclusions() -> None:
+    assert images._regex("lib/python3.11/site-packages") == r"lib/python3\.11/site-packages"
+    assert images._regex("a+b(c)[d]") == r"a\+b\(c\)\[d\]"
+    assert "'" not in images.PERL_MOUNT  # it is quoted for the shell in single quotes
+
+
+@needs_images
+def test_an_image_no_bot_used_for_a_day_goes_when_the_next_is_made(
+        own_store: Path, tmp_path: Path) -> None:
+    """A bot's folder that is gone (a temporary one, a retired entry's) leaves its image
+    for a day at most; an image in use is touched at each use and stays."""
+    gone, used, new = (tmp_path / name for name in ("gone", "used", "new"))
+    for folder in (gone, used, new):
+        folder.mkdir()
+        (folder / "bot.py").write_text(f"# {folder.name}\n")
+    old_image = images.image_for(gone, fresh=True)
+    used_image = images.image_for(used, fresh=True)
+    assert old_image is not None and used_image is not None
+    day_ago = os.stat(old_image).st_mtime - images.KEEP_UNUSED_S - 60
+    for image in (old_image, used_image):
+        os.utime(image, (day_ago, day_ago))
+    assert images.image_for(used, fresh=True) == used_image  # a use touches it
+    assert images.image_for(new, fresh=True) is not None
+    assert not old_image.exists()
+    assert used_image.exists()
