@@ -99,7 +99,7 @@ class ImageMechanism:
 
     def describe(self) -> str:
         if self.active:
-            return ("bot views: each bot process mounts the shared folders of its view "
+            return ("bot views: each bot process mounts the folders of its view "
                     "from images of its own, so no bot shares a cache of directory entries "
                     "with another")
         return (f"bot views: the shared folders are bound from the host ({self.why_not}); "
