@@ -75,6 +75,30 @@ the order collected, and a long file taken last leaves the other workers idle wh
 runs (longest first is the classic remedy). Every other file keeps its place after."""
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Make the view images of the sample bots (arena/proc/images.py) once, before any
+    test runs, in the controller: on a fresh machine that is some 15 s of system time
+    for 2 GB, which would otherwise fall inside the first test that starts a sandboxed
+    bot (and its timeout). Where images are not in force, nothing."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from arena.model.errors import SandboxError
+    from arena.model.limits import Confinement
+    from arena.proc.bwrap import view_images, warm_roots
+    from arena.proc.images import image_mechanism
+
+    if not image_mechanism().active:
+        return
+    for args in ([sys.executable, "sample_bots/python/heuristic_bot.py"],
+                 ["node", "sample_bots/node/bot.js"]):
+        try:
+            roots, exclude, always = warm_roots(args, REPO, Confinement())
+            view_images(roots, exclude, always)
+        except (OSError, SandboxError) as e:  # only a cost: the tests make them later
+            print(f"conftest: the view images of {args[1]} were not made first: {e}",
+                  file=sys.stderr)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: k for k, name in enumerate(HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(Path(str(item.path)).stem, len(rank)))
