@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any, TextIO
@@ -48,7 +48,14 @@ def _set_ids(on: bool) -> None:
     ids.id_mechanism.cache_clear()
 
 
-async def _measure(starts: int, work: Path) -> dict[str, dict[str, list[float]]]:
+Kind = tuple[str, Callable[[], None]]
+"""A way to start a bot: its label, and what sets it up (an environment variable)."""
+
+
+async def alternating_starts(starts: int, work: Path, kinds: Sequence[Kind]
+                             ) -> dict[str, dict[str, list[float]]]:
+    """Spawn-to-first-Bid times of the sample bots started each of two ``kinds`` of way,
+    alternating, after one untimed start of each: {bot: {label: [seconds]}}."""
     view = first_bid_view()
     bots: list[tuple[str, tuple[Path, ...]]] = [(PYTHON_BOT, ())]
     if node_ready():
@@ -58,21 +65,41 @@ async def _measure(starts: int, work: Path) -> dict[str, dict[str, list[float]]]
     for text, read_only in bots:
         spec = BotSpec.parse(text)
         confinement = Confinement(sandbox=True, read_only=read_only)
-        series: dict[str, list[float]] = {"own uid": [], "arena uid": []}
-        kinds = [("own uid", True), ("arena uid", False)]
-        for _, on in kinds:
-            _set_ids(on)
+        series: dict[str, list[float]] = {label: [] for label, _ in kinds}
+        for _, set_up in kinds:
+            set_up()
             n += 1
             await one_start(spec, confinement, view, work / "logs", n)
         for i in range(starts):
-            for label, on in (kinds if i % 2 == 0 else kinds[::-1]):
-                _set_ids(on)
+            for label, set_up in (kinds if i % 2 == 0 else kinds[::-1]):
+                set_up()
                 n += 1
                 _, to_bid = await one_start(spec, confinement, view, work / "logs", n)
                 series[label].append(to_bid)
         found[str(spec)] = series
-    _set_ids(True)
+    kinds[0][1]()
     return found
+
+
+def ratios(results: dict[str, dict[str, list[float]]], kinds: Sequence[Kind],
+           out: TextIO) -> dict[str, Any]:
+    """Print and return each bot's medians of the two kinds, and their ratio."""
+    (first, _), (second, _) = kinds
+    figures: dict[str, Any] = {}
+    for label, series in results.items():
+        a, b = median(series[first]), median(series[second])
+        print(f"  {label}: {first} {a * 1000:.0f}, {second} {b * 1000:.0f}, ratio "
+              f"{a / b:.3f} ({(a - b) * 1000:+.0f} ms)", file=out)
+        figures[label] = {f"{first.replace(' ', '_')}_ms": round(a * 1000, 1),
+                          f"{second.replace(' ', '_')}_ms": round(b * 1000, 1),
+                          "ratio": round(a / b, 3),
+                          "runs": {k: [round(x * 1000, 1) for x in v]
+                                   for k, v in series.items()}}
+    return figures
+
+
+KINDS: list[Kind] = [("own uid", lambda: _set_ids(True)),
+                     ("arena uid", lambda: _set_ids(False))]
 
 
 def run(settings: Settings, out: TextIO) -> dict[str, Any]:
@@ -85,22 +112,12 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     load = os.getloadavg()[0]
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="arena-bench-ids-") as tmp:
-        results = trio.run(_measure, starts, Path(tmp))
+        results = trio.run(alternating_starts, starts, Path(tmp), KINDS)
     print(f"start-up, spawn to the first answered Bid, sandboxed; own uid (leased, staged "
           f"sources) against the arena's uid (ARENA_NO_BOT_IDS); {starts} starts of each, "
           f"alternating; medians in ms (load average {load:.2f} at the start, "
           f"{time.perf_counter() - began:.0f} s)", file=out)
-    figures: dict[str, Any] = {}
-    for label, series in results.items():
-        own, arena = median(series["own uid"]), median(series["arena uid"])
-        print(f"  {label}: own uid {own * 1000:.0f}, arena uid {arena * 1000:.0f}, ratio "
-              f"{own / arena:.3f} ({(own - arena) * 1000:+.0f} ms)", file=out)
-        figures[label] = {"own_uid_ms": round(own * 1000, 1),
-                          "arena_uid_ms": round(arena * 1000, 1),
-                          "ratio": round(own / arena, 3),
-                          "runs": {k: [round(x * 1000, 1) for x in v]
-                                   for k, v in series.items()}}
-    return figures
+    return ratios(results, KINDS, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

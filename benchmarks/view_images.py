@@ -24,23 +24,16 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from statistics import median
 from typing import Any, TextIO
 
 import trio
 
-from arena.model.limits import Confinement
-from arena.model.spec import BotSpec
 from arena.proc import images
 from arena.proc.bwrap import sandbox_works
 from benchmarks import Settings
-from benchmarks.grpc import ROOT
-from benchmarks.isolation import NODE_BOT, PYTHON_BOT, first_bid_view, one_start
-from benchmarks.tournament import node_ready
+from benchmarks.bot_ids import STARTS_PER_REPEAT, Kind, alternating_starts, ratios
 
 TITLE = "a view mounted from images of its own per bot process: start-up cost against host binds"
-
-STARTS_PER_REPEAT = 4
 
 
 def _set_images(on: bool) -> None:
@@ -51,31 +44,8 @@ def _set_images(on: bool) -> None:
     images.image_mechanism.cache_clear()
 
 
-async def _measure(starts: int, work: Path) -> dict[str, dict[str, list[float]]]:
-    view = first_bid_view()
-    bots: list[tuple[str, tuple[Path, ...]]] = [(PYTHON_BOT, ())]
-    if node_ready():
-        bots.append((NODE_BOT, (ROOT / "proto",)))
-    found: dict[str, dict[str, list[float]]] = {}
-    n = 0
-    for text, read_only in bots:
-        spec = BotSpec.parse(text)
-        confinement = Confinement(sandbox=True, read_only=read_only)
-        series: dict[str, list[float]] = {"images": [], "host binds": []}
-        kinds = [("images", True), ("host binds", False)]
-        for _, on in kinds:
-            _set_images(on)
-            n += 1
-            await one_start(spec, confinement, view, work / "logs", n)
-        for i in range(starts):
-            for label, on in (kinds if i % 2 == 0 else kinds[::-1]):
-                _set_images(on)
-                n += 1
-                _, to_bid = await one_start(spec, confinement, view, work / "logs", n)
-                series[label].append(to_bid)
-        found[str(spec)] = series
-    _set_images(True)
-    return found
+KINDS: list[Kind] = [("images", lambda: _set_images(True)),
+                     ("host binds", lambda: _set_images(False))]
 
 
 def run(settings: Settings, out: TextIO) -> dict[str, Any]:
@@ -88,23 +58,12 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     load = os.getloadavg()[0]
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="arena-bench-images-") as tmp:
-        results = trio.run(_measure, starts, Path(tmp))
-    print(f"start-up, spawn to the first answered Bid, sandboxed; the view's shared "
-          f"folders from images of the bot's own against host binds "
-          f"(ARENA_NO_VIEW_IMAGES); {starts} starts of each, "
-          f"alternating; medians in ms (load average {load:.2f} at the start, "
-          f"{time.perf_counter() - began:.0f} s)", file=out)
-    figures: dict[str, Any] = {}
-    for label, series in results.items():
-        own, arena = median(series["images"]), median(series["host binds"])
-        print(f"  {label}: images {own * 1000:.0f}, host binds {arena * 1000:.0f}, ratio "
-              f"{own / arena:.3f} ({(own - arena) * 1000:+.0f} ms)", file=out)
-        figures[label] = {"images_ms": round(own * 1000, 1),
-                          "host_binds_ms": round(arena * 1000, 1),
-                          "ratio": round(own / arena, 3),
-                          "runs": {k: [round(x * 1000, 1) for x in v]
-                                   for k, v in series.items()}}
-    return figures
+        results = trio.run(alternating_starts, starts, Path(tmp), KINDS)
+    print(f"start-up, spawn to the first answered Bid, sandboxed; the view's folders from "
+          f"images of the bot's own against host binds (ARENA_NO_VIEW_IMAGES); {starts} "
+          f"starts of each, alternating; medians in ms (load average {load:.2f} at the "
+          f"start, {time.perf_counter() - began:.0f} s)", file=out)
+    return ratios(results, KINDS, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

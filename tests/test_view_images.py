@@ -11,7 +11,6 @@ and how an image follows its folder."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import pytest
 import trio
 
 from arena.model.limits import Confinement
-from arena.proc import ids, images
+from arena.proc import images
 from arena.proc.bwrap import sandbox_works
 from arena.proc.process import BotProcess
 
@@ -151,12 +150,9 @@ def own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 def _listing(image: Path) -> list[str]:
     """The image's contents, as a bot's mount namespace shows them."""
-    mechanism = images.image_mechanism()
-    done = subprocess.run(
-        [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
-         "/bin/sh", "-c", f"{images.mount_script(mechanism, [image])}"
-         f"cd {images.place(0)} && find . | sort"],
-        capture_output=True, text=True, timeout=30, check=True)
+    done = images.run_mounted(images.image_mechanism(), [image],
+                              f"cd {images.place(0)} && find . | sort")
+    assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
 
@@ -181,13 +177,9 @@ def test_an_image_follows_its_folder_and_leaves_out_what_the_view_leaves_out(
     assert second is not None and second != first
     assert not first.exists()  # one image per folder: the newest
     assert _listing(second) == [".", "./mod.py", "./new.py", "./tests"]
-    mechanism = images.image_mechanism()
-    done = subprocess.run(
-        [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
-         "/bin/sh", "-c", f"{images.mount_script(mechanism, [second])}"
-         f"stat -c '%u %a %Y' {images.place(0)}/mod.py"],
-        capture_output=True, text=True, timeout=30, check=True)
-    assert done.stdout.split() == ["0", "644", str(10**9)]
+    done = images.run_mounted(images.image_mechanism(), [second],
+                              f"stat -c '%u %a %Y' {images.place(0)}/mod.py")
+    assert done.stdout.split() == ["0", "644", str(10**9)], done.stderr
 
 
 def test_a_path_is_a_literal_in_the_images_exclusions() -> None:

@@ -43,6 +43,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -180,15 +181,11 @@ def image_mechanism() -> ImageMechanism:
         image = Path(temporary) / "probe.erofs"
         try:
             _build(mechanism, source, [], image)
-            check = subprocess.run(
-                [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
-                 "/bin/sh", "-c", f"{mount_script(mechanism, [image])}"
-                 f"test -f {shlex.quote(place(0))}/probe"],
-                capture_output=True, timeout=20, check=False)
+            check = run_mounted(mechanism, [image], f"test -f {place(0)}/probe")
         except (OSError, subprocess.SubprocessError) as e:
             return ImageMechanism(f"an image could not be made or mounted: {e}")
     if check.returncode != 0:
-        why = " ".join(check.stderr.decode(errors="replace").split())[:160]
+        why = " ".join(check.stderr.split())[:160]
         return ImageMechanism(f"an image could not be mounted from a file here "
                               f"({why or f'exit {check.returncode}'})")
     return mechanism
@@ -202,6 +199,16 @@ def mount_script(mechanism: ImageMechanism, images: Sequence[Path]) -> str:
     pairs = " ".join(f"{shlex.quote(str(image))} {place(i)}" for i, image in enumerate(images))
     return (f"{shlex.quote(mechanism.perl)} -e '{PERL_MOUNT}' {mechanism.syscall} {pairs} "
             f"|| exit 125; ")
+
+
+def run_mounted(mechanism: ImageMechanism, images: Sequence[Path], command: str,
+                timeout_s: float = 30.0) -> subprocess.CompletedProcess[str]:
+    """Run the shell ``command`` as root in a mount namespace of its own with ``images``
+    mounted on their places, as a bot's spawn chain does (the probe, and the tests)."""
+    return subprocess.run(
+        [ids.id_mechanism().unshare, "--mount", "--propagation", "private", "--",
+         "/bin/sh", "-c", f"{mount_script(mechanism, images)}{command}"],
+        capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
 def _regex(text: str) -> str:
@@ -325,8 +332,6 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
                     os.utime(image)  # used: see KEEP_UNUSED_S
         except (OSError, subprocess.SubprocessError) as e:
             _failed.add(root)
-            import sys
-
             print(f"arena: warning: {root} is bound from the host into bots' views, not "
                   f"from an image of its own: {e}", file=sys.stderr, flush=True)
             return None
