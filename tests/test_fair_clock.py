@@ -15,7 +15,7 @@ from conftest import SAMPLE_BOTS, Sandbox, bot_cmd, run_trio
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import Cgroup, limit_mechanism
+from arena.proc.cgroup import STOPPED_SLACK_NS, Cgroup, limit_mechanism
 from arena.proc.connection import BotConnection
 from arena.proc.process import BotProcess
 
@@ -82,8 +82,10 @@ def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
 def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is_woken(
         arena_sandbox: Sandbox) -> None:
     """Deterministic: the fair clock's stop after a call (one CPU reading, not two that
-    agree) returns with the bot FROZEN and its CPU time noted, and that time does not
-    move while the next bot of the table is woken and put to rest, 30 times over."""
+    agree) returns with the bot FROZEN and its CPU time noted (a slice accounted late
+    stays inside the thaw's slack), and once settled that time does not move while the
+    next bot of the table is woken and put to rest, 30 times over; no CPU counts as used
+    while stopped."""
     spec = BotSpec.parse(bot_cmd(SAMPLE_BOTS / "random_bot.py"))
     conns = [BotConnection(f"clock-{i}", spec, arena_sandbox.tmp / "logs", startup_s=120,
                            confinement=Confinement(sandbox=True)) for i in range(2)]
@@ -104,10 +106,19 @@ def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is
                     at_rest = stopped.cpu_at_rest
                     assert (stopped.dirs["freezer"] / "freezer.state").read_text().strip() \
                         == "FROZEN"
-                    assert at_rest is not None and stopped.cpu_ns() == at_rest
+                    assert at_rest is not None
+                    # the last slice may be accounted a moment after the freezer says
+                    # FROZEN (17 us seen in CI): inside the slack the thaw allows
+                    late = (stopped.cpu_ns() or 0) - at_rest
+                    assert 0 <= late <= STOPPED_SLACK_NS, late
+                    settled = stopped._settled_cpu_ns()
                     other.wake()
                     other.rest()
-                    assert stopped.cpu_ns() == at_rest
+                    assert stopped.cpu_ns() == settled
+            for conn in conns:  # no CPU was charged as used while stopped
+                conn.wake()
+                assert cgroup(conn).take_cpu_while_stopped() == 0
+                conn.rest()
         finally:
             for conn in conns:
                 await conn.aclose()
