@@ -182,6 +182,31 @@ def test_an_image_follows_its_folder_and_leaves_out_what_the_view_leaves_out(
     assert done.stdout.split() == ["0", "644", str(10**9)], done.stderr
 
 
+@needs_images
+def test_making_images_of_machine_folders_is_said_once_and_a_slow_one_with_its_size(
+        own_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """On a fresh machine the first bot start waits for the images of the machine's
+    folders (some 2 GB, tens of seconds): the arena says why, once, and names each image
+    that took long. A bot's own folder, made again at each change, is not announced."""
+    monkeypatch.setattr(images, "_announced", [])
+    own, lib, usr = (tmp_path / name for name in ("own", "lib", "usr"))
+    for folder in (own, lib, usr):
+        folder.mkdir()
+        (folder / "a.py").write_text(f"# {folder.name}\n")
+    assert images.image_for(own, fresh=True) is not None
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(images, "SAY_BUILD_S", 0.0)
+    assert images.image_for(lib) is not None and images.image_for(usr) is not None
+    err = capsys.readouterr().err.splitlines()
+    assert [line.startswith("bot views: making the images") for line in err] == \
+        [True, False, False], err
+    assert err[1].startswith(f"bot views: made the image of {lib} (") and " MB in " in err[1]
+    assert err[2].startswith(f"bot views: made the image of {usr} (")
+    assert images.image_for(lib) is not None  # made already: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_a_path_is_a_literal_in_the_images_exclusions() -> None:
     assert images._regex("lib/python3.11/site-packages") == r"lib/python3\.11/site-packages"
     assert images._regex("a+b(c)[d]") == r"a\+b\(c\)\[d\]"

@@ -288,6 +288,12 @@ _lock = threading.Lock()
 _checked: dict[tuple[Path, tuple[Path, ...]], tuple[float, Path]] = {}
 """The image found for each folder (and what it leaves out), and when."""
 _failed: set[Path] = set()
+_announced: list[Path] = []
+"""The first machine folder this process made an image of (said once)."""
+
+SAY_BUILD_S = 2.0
+"""An image that took this long to make is said, with its size and time: on a fresh
+machine the first bot's start waits for some 2 GB of them (tens of seconds)."""
 
 
 def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> Path | None:
@@ -316,7 +322,14 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
             with open(Path(store) / f".{prefix}.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # another arena may be making it
                 if not image.exists():
+                    if not fresh and not _announced:
+                        _announced.append(root)
+                        print("bot views: making the images of the view's folders (once on "
+                              "this machine, and again for a folder that changes; the "
+                              "first time some seconds a folder)", file=sys.stderr,
+                              flush=True)
                     partial = image.with_name(f".{image.name}.{os.getpid()}")
+                    began = time.monotonic()
                     try:
                         _build(mechanism, root, inside, partial)
                         _sync(partial)
@@ -324,6 +337,11 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
                         os.replace(partial, image)
                     finally:
                         partial.unlink(missing_ok=True)
+                    took = time.monotonic() - began
+                    if took >= SAY_BUILD_S:
+                        print(f"bot views: made the image of {root} "
+                              f"({image.stat().st_size / 1e6:,.0f} MB in {took:.1f} s)",
+                              file=sys.stderr, flush=True)
                     for old in Path(store).glob(f"{prefix}-*.erofs"):
                         if old != image:
                             old.unlink(missing_ok=True)  # a mounted one lives on until unmounted
