@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -81,11 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         assert proc.stdout is not None
         line = ""
-        while not line.startswith("{"):
-            ready, _, _ = select.select([proc.stdout], [], [], 60)
-            line = proc.stdout.readline() if ready else ""
-            if not line:
-                raise SystemExit("the league did not start")
+        # a plain readline (select on a buffered pipe misses lines already in its buffer),
+        # with the server ended if it has not said its port within 60 s
+        watchdog = threading.Timer(60, proc.kill)
+        watchdog.start()
+        try:
+            while not line.startswith("{"):
+                line = proc.stdout.readline()
+                if not line:
+                    raise SystemExit("the league did not start")
+        finally:
+            watchdog.cancel()
         port = json.loads(line)["port"]
         (root / "bots").mkdir()
         kinds = [("python", False)] + ([("c++", True)] if CPP.is_file() else [])

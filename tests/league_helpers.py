@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import REPO, bot_processes
+from conftest import REPO, bot_processes, read_line
 
 from arena.league.authors import AuthorFile, add_author
 from arena.league.bundle import pack_to_temp
@@ -84,15 +83,15 @@ class League:
                                          stdout=subprocess.PIPE, stderr=err)
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout_s
-        line = ""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 1.0)
-            if not ready:
-                continue
-            line = self.proc.stdout.readline()
+        line: str | None = ""
+        while line is not None:
+            # (from the pipe itself: a buffered readline took the JSON line into its buffer
+            # with the lines before it, where select does not see it, and the start was
+            # waited for in vain on a loaded machine)
+            line = read_line(self.proc, deadline)
             if not line or line.startswith("{"):
                 break
-        if not line.startswith("{"):
+        if not line or not line.startswith("{"):
             self.proc.kill()
             self.proc.communicate(timeout=10)
             raise AssertionError(f"the league server did not start: "

@@ -32,6 +32,11 @@ SAID = "last words in red and a bell"
 
 MEMORY_MB = 200
 
+MOVE_MS = 20000
+"""Time per decision: long, since every death is prompt, but a bot near its memory limit
+reclaims its own page cache before it is killed, which on a loaded machine took over the
+default second (CI and a full run here: the fault was the Bid's timeout, not the limit)."""
+
 
 @dataclass(frozen=True)
 class Death:
@@ -93,7 +98,8 @@ def test_check_bot_reports_how_the_bot_died(arena_sandbox: Sandbox, name: str) -
     spec = dier(death)
     logs = arena_sandbox.tmp / "logs"
     done = run(arena_sandbox, "check-bot", spec, *SANDBOX, "--game", "wizard", "--games",
-               "1", "--memory-mb", str(MEMORY_MB), "--log-dir", str(logs), "--json")
+               "1", "--memory-mb", str(MEMORY_MB), "--log-dir", str(logs), "--json",
+               "--move-ms", str(MOVE_MS))
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     if death.call == "during the hand-shake":
@@ -123,7 +129,7 @@ def test_play_reports_how_the_bot_died(arena_sandbox: Sandbox, name: str) -> Non
     done = run(arena_sandbox, "play", *SANDBOX, "--game", "wizard", "--players", "3",
                "--seed", "4", "--bots", f"random,{spec},heuristic", "--memory-mb",
                str(MEMORY_MB), "--log-dir", str(arena_sandbox.tmp / "logs"),
-               "--record", str(path), "--quiet")
+               "--record", str(path), "--quiet", "--move-ms", str(MOVE_MS))
     if death.call == "during the hand-shake":
         assert (done.returncode, done.stdout) == (1, "")
         assert done.stderr.count("\n") == 1
@@ -146,7 +152,8 @@ def test_play_reports_how_the_bot_died(arena_sandbox: Sandbox, name: str) -> Non
 def _tournament(sandbox: Sandbox, spec: str) -> Path:
     text = tournament_toml("crash-report", "trumps", 2, 99, 1,
                            [("dier", spec), ("random", "random")],
-                           concurrency=1, options={"draw": False, "announce": True})
+                           concurrency=1, move_ms=MOVE_MS,
+                           options={"draw": False, "announce": True})
     text += f"\n[limits]\nmemory_mb = {MEMORY_MB}\n"
     if SANDBOX:
         text = text.replace(f'name = "dier"\nspec = {json.dumps(spec)}',
