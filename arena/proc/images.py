@@ -258,7 +258,14 @@ def _sync(path: Path) -> None:
 def signature(root: Path, exclude: Sequence[Path] = ()) -> str:
     """A digest of every entry under ``root`` (not inside ``exclude``): its path, type and
     mode, size, modification time, inode and, for a symbolic link, its target."""
+    return _walk(root, exclude)[0]
+
+
+def _walk(root: Path, exclude: Sequence[Path] = ()) -> tuple[str, int]:
+    """:func:`signature`, and the bytes an image of the folder would hold: the apparent
+    sizes of its files (a sparse file's holes count, since an image writes them out)."""
     skip = {str(p) for p in exclude}
+    total = 0
     digest = hashlib.sha256(str(root).encode())
     stack = [str(root)]
     while stack:
@@ -281,13 +288,56 @@ def signature(root: Path, exclude: Sequence[Path] = ()) -> str:
                     pass
             elif stat.S_ISDIR(st.st_mode) and entry.path not in skip:
                 stack.append(entry.path)
-    return digest.hexdigest()[:32]
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return digest.hexdigest()[:32], total
 
 
 _lock = threading.Lock()
 _checked: dict[tuple[Path, tuple[Path, ...]], tuple[float, Path]] = {}
 """The image found for each folder (and what it leaves out), and when."""
 _failed: set[Path] = set()
+_said_too_big: set[Path] = set()
+
+OWN_MAX_MB = 1024
+"""The most a bot's own folder (or extra) may hold to be imaged, in MiB of its files'
+apparent sizes (``ARENA_VIEW_IMAGE_MAX_MB`` sets another): an image writes every byte
+out, a sparse file's holes too, so a bot that ships a 100 GiB sparse file would
+otherwise cost 100 GiB of disk and minutes before it starts. A folder above it is bound
+from the host, and the arena says so."""
+
+STORE_RESERVE_MB = 1024
+"""The free space an image must leave on the store's file system (the tournament's
+store and logs may be on it too)."""
+
+
+def _mb_setting() -> int:
+    text = os.environ.get("ARENA_VIEW_IMAGE_MAX_MB", "")
+    try:
+        return max(0, int(text)) if text else OWN_MAX_MB
+    except ValueError:
+        return OWN_MAX_MB
+
+
+def _free_bytes(store: Path) -> int:
+    return shutil.disk_usage(store).free
+
+
+def _too_big(root: Path, size: int, fresh: bool, store: Path) -> str | None:
+    """Why an image of ``root`` (``size`` bytes of files) is not made, or None."""
+    mib = size / (1 << 20)
+    cap = _mb_setting()
+    if fresh and size > cap << 20:
+        return (f"its files take {mib:,.0f} MiB, above the {cap:,} MiB an image of a bot's "
+                f"folder may hold (ARENA_VIEW_IMAGE_MAX_MB)")
+    try:
+        free = _free_bytes(store)
+    except OSError:
+        return None
+    if free - size < STORE_RESERVE_MB << 20:
+        return (f"{store} has {free / (1 << 20):,.0f} MiB free, too little for an image of "
+                f"{mib:,.0f} MiB and the {STORE_RESERVE_MB:,} MiB kept free")
+    return None
 _announced: list[Path] = []
 """The first machine folder this process made an image of (said once)."""
 
@@ -317,7 +367,16 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
         if store is None:
             return None
         prefix = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-        image = Path(store) / f"{prefix}-{signature(root, inside)}.erofs"
+        digest, size = _walk(root, inside)
+        image = Path(store) / f"{prefix}-{digest}.erofs"
+        if not image.exists():
+            why = _too_big(root, size, fresh, Path(store))
+            if why is not None:
+                if root not in _said_too_big:
+                    _said_too_big.add(root)
+                    print(f"arena: warning: {root} is bound from the host into bots' views, "
+                          f"not from an image of its own: {why}", file=sys.stderr, flush=True)
+                return None
         try:
             with open(Path(store) / f".{prefix}.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # another arena may be making it
