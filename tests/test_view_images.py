@@ -295,3 +295,15 @@ def test_an_image_no_bot_used_for_a_day_goes_when_the_next_is_made(
     assert images.image_for(new, fresh=True) is not None
     assert not old_image.exists()
     assert used_image.exists()
+
+
+def test_a_cap_that_is_not_a_number_is_said_once_and_the_default_used(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(images, "_said_bad_cap", set())
+    monkeypatch.setenv("ARENA_VIEW_IMAGE_MAX_MB", "2GB")
+    assert images._mb_setting() == images._mb_setting() == images.OWN_MAX_MB
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["arena: warning: ARENA_VIEW_IMAGE_MAX_MB='2GB' is not a whole number of "
+                   f"MiB; {images.OWN_MAX_MB} is used"], err
+    monkeypatch.setenv("ARENA_VIEW_IMAGE_MAX_MB", "64")
+    assert images._mb_setting() == 64

@@ -298,6 +298,12 @@ _checked: dict[tuple[Path, tuple[Path, ...]], tuple[float, Path]] = {}
 """The image found for each folder (and what it leaves out), and when."""
 _failed: set[Path] = set()
 _said_too_big: set[Path] = set()
+_announced: list[Path] = []
+"""The first machine folder this process made an image of (said once)."""
+
+SAY_BUILD_S = 2.0
+"""An image that took this long to make is said, with its size and time: on a fresh
+machine the first bot's start waits for some 2 GB of them (tens of seconds)."""
 
 OWN_MAX_MB = 1024
 """The most a bot's own folder (or extra) may hold to be imaged, in MiB of its files'
@@ -312,19 +318,31 @@ store and logs may be on it too)."""
 
 
 def _mb_setting() -> int:
-    text = os.environ.get("ARENA_VIEW_IMAGE_MAX_MB", "")
-    try:
-        return max(0, int(text)) if text else OWN_MAX_MB
-    except ValueError:
+    """``ARENA_VIEW_IMAGE_MAX_MB``, else :data:`OWN_MAX_MB` (a value that is not a whole
+    number of MiB is said, once, and the default used)."""
+    text = os.environ.get("ARENA_VIEW_IMAGE_MAX_MB", "").strip()
+    if not text:
         return OWN_MAX_MB
+    try:
+        return max(0, int(text))
+    except ValueError:
+        if text not in _said_bad_cap:
+            _said_bad_cap.add(text)
+            print(f"arena: warning: ARENA_VIEW_IMAGE_MAX_MB={text!r} is not a whole number "
+                  f"of MiB; {OWN_MAX_MB} is used", file=sys.stderr, flush=True)
+        return OWN_MAX_MB
+
+
+_said_bad_cap: set[str] = set()
 
 
 def _free_bytes(store: Path) -> int:
     return shutil.disk_usage(store).free
 
 
-def _too_big(root: Path, size: int, fresh: bool, store: Path) -> str | None:
-    """Why an image of ``root`` (``size`` bytes of files) is not made, or None."""
+def _too_big(size: int, fresh: bool, store: Path) -> str | None:
+    """Why an image of ``size`` bytes of files (a bot's own folder if ``fresh``) is not
+    made, or None."""
     mib = size / (1 << 20)
     cap = _mb_setting()
     if fresh and size > cap << 20:
@@ -338,12 +356,6 @@ def _too_big(root: Path, size: int, fresh: bool, store: Path) -> str | None:
         return (f"{store} has {free / (1 << 20):,.0f} MiB free, too little for an image of "
                 f"{mib:,.0f} MiB and the {STORE_RESERVE_MB:,} MiB kept free")
     return None
-_announced: list[Path] = []
-"""The first machine folder this process made an image of (said once)."""
-
-SAY_BUILD_S = 2.0
-"""An image that took this long to make is said, with its size and time: on a fresh
-machine the first bot's start waits for some 2 GB of them (tens of seconds)."""
 
 
 def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> Path | None:
@@ -370,7 +382,7 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
         digest, size = _walk(root, inside)
         image = Path(store) / f"{prefix}-{digest}.erofs"
         if not image.exists():
-            why = _too_big(root, size, fresh, Path(store))
+            why = _too_big(size, fresh, Path(store))
             if why is not None:
                 if root not in _said_too_big:
                     _said_too_big.add(root)
