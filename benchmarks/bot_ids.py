@@ -108,16 +108,23 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
         raise RuntimeError(f"the sandbox does not work here: {why}")
     if not ids.id_mechanism().active:
         raise RuntimeError(f"no uid per bot process here: {ids.id_mechanism().why_not}")
+    return ab_starts(settings, out, KINDS, "own uid (leased, staged sources) against the "
+                     "arena's uid (ARENA_NO_BOT_IDS)")
+
+
+def ab_starts(settings: Settings, out: TextIO, kinds: Sequence[Kind], what: str
+              ) -> dict[str, Any]:
+    """:func:`alternating_starts` of ``kinds`` (``what`` says which against which) for
+    ``settings.repeat``, printed with the load and the time taken, then :func:`ratios`."""
     starts = STARTS_PER_REPEAT * settings.repeat
     load = os.getloadavg()[0]
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="arena-bench-ids-") as tmp:
-        results = trio.run(alternating_starts, starts, Path(tmp), KINDS)
-    print(f"start-up, spawn to the first answered Bid, sandboxed; own uid (leased, staged "
-          f"sources) against the arena's uid (ARENA_NO_BOT_IDS); {starts} starts of each, "
-          f"alternating; medians in ms (load average {load:.2f} at the start, "
+    with tempfile.TemporaryDirectory(prefix="arena-bench-starts-") as tmp:
+        results = trio.run(alternating_starts, starts, Path(tmp), kinds)
+    print(f"start-up, spawn to the first answered Bid, sandboxed; {what}; {starts} starts "
+          f"of each, alternating; medians in ms (load average {load:.2f} at the start, "
           f"{time.perf_counter() - began:.0f} s)", file=out)
-    return ratios(results, KINDS, out)
+    return ratios(results, kinds, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

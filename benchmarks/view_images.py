@@ -20,18 +20,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
-
-import trio
 
 from arena.proc import images
 from arena.proc.bwrap import sandbox_works
 from benchmarks import Settings
-from benchmarks.bot_ids import STARTS_PER_REPEAT, Kind, alternating_starts, ratios
+from benchmarks.bot_ids import Kind, ab_starts
 
 TITLE = "a view mounted from images of its own per bot process: start-up cost against host binds"
 
@@ -54,16 +49,8 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
         raise RuntimeError(f"the sandbox does not work here: {why}")
     if not images.image_mechanism().active:
         raise RuntimeError(f"no view images here: {images.image_mechanism().why_not}")
-    starts = STARTS_PER_REPEAT * settings.repeat
-    load = os.getloadavg()[0]
-    began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="arena-bench-images-") as tmp:
-        results = trio.run(alternating_starts, starts, Path(tmp), KINDS)
-    print(f"start-up, spawn to the first answered Bid, sandboxed; the view's folders from "
-          f"images of the bot's own against host binds (ARENA_NO_VIEW_IMAGES); {starts} "
-          f"starts of each, alternating; medians in ms (load average {load:.2f} at the "
-          f"start, {time.perf_counter() - began:.0f} s)", file=out)
-    return ratios(results, KINDS, out)
+    return ab_starts(settings, out, KINDS, "the view's folders from images of the bot's "
+                     "own against host binds (ARENA_NO_VIEW_IMAGES)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -255,15 +255,11 @@ def _sync(path: Path) -> None:
         os.close(fd)
 
 
-def signature(root: Path, exclude: Sequence[Path] = ()) -> str:
-    """A digest of every entry under ``root`` (not inside ``exclude``): its path, type and
-    mode, size, modification time, inode and, for a symbolic link, its target."""
-    return _walk(root, exclude)[0]
-
-
 def _walk(root: Path, exclude: Sequence[Path] = ()) -> tuple[str, int]:
-    """:func:`signature`, and the bytes an image of the folder would hold: the apparent
-    sizes of its files (a sparse file's holes count, since an image writes them out)."""
+    """A digest of every entry under ``root`` (not inside ``exclude``): its path, type and
+    mode, size, modification time, inode and, for a symbolic link, its target; and the
+    bytes an image of the folder would hold, the apparent sizes of its files (a sparse
+    file's holes count, since an image writes them out)."""
     skip = {str(p) for p in exclude}
     total = 0
     digest = hashlib.sha256(str(root).encode())
