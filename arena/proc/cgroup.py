@@ -495,6 +495,10 @@ class Cgroup:
             return f"process limit {limits.processes} reached (processes and threads)"
         return None
 
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed one of the bot's processes at its memory limit."""
+        return bool(self.limits.memory_mb) and self._oom_kills() > 0
+
     def _oom_kills(self) -> int:
         try:
             if self.v2:

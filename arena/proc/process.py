@@ -57,6 +57,12 @@ EXIT_WAIT_S = 0.5
 """How long a failed call waits for the bot process to have exited (and its last words
 to be in its log), to say how it ended."""
 
+KILLED_EXIT_WAIT_S = 10.0
+"""How long it waits instead once the kernel has killed one of the bot's processes at its
+memory limit: the process is ending, but on a loaded machine giving back hundreds of MiB
+and tearing down the sandbox can take more than :data:`EXIT_WAIT_S`, and the fault must
+then still say ``resource`` (the limit), not a lost connection."""
+
 _over_cap_said: list[bool] = []
 """Whether the warning of a view above the warm cap was given (once a process)."""
 _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
@@ -487,13 +493,21 @@ class BotProcess:
     async def settle(self, wait_s: float = EXIT_WAIT_S) -> bool:
         """Wait up to ``wait_s`` for the process to have exited and all it wrote to its
         stderr to be in its log; whether it has exited. (A dying process closes its
-        socket a moment before it has exited, and its log is written by a thread.)"""
+        socket a moment before it has exited, and its log is written by a thread.) Up
+        to :data:`KILLED_EXIT_WAIT_S` instead when the kernel has killed it at its
+        memory limit (so the kind of the fault does not hang on the machine's load)."""
+        await self._settle(wait_s)
+        cgroup = self._cgroup
+        if self.returncode is None and cgroup is not None and cgroup.oom_killed():
+            await self._settle(KILLED_EXIT_WAIT_S)
+        return self.returncode is not None
+
+    async def _settle(self, wait_s: float) -> None:
         with trio.move_on_after(wait_s):
             while self.returncode is None:
                 await trio.sleep(0.005)
             while self._drain is not None and self._drain.is_alive():
                 await trio.sleep(0.005)
-        return self.returncode is not None
 
     # -- ending it --------------------------------------------------------------------
 
