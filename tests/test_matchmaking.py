@@ -249,3 +249,32 @@ def test_what_the_simulation_compares() -> None:
         assert a == run(small, "random", 1, 400)
         final[model.estimator] = mean(run(small, "random", s, 400).tau[-1] for s in range(6))
     assert final["cards"] > final["games"]
+
+
+def test_the_oracle_seats_true_neighbours_fewest_games_first_and_is_seeded() -> None:
+    import numpy as np
+
+    from arena.league.sim import oracle_tables
+
+    model = Model(bots=40, house=0)
+    world = new_world(model, 5)
+    place = {int(b): k for k, b in enumerate(np.argsort(world.skills, kind="stable"))}
+    world.games[:] = 8.0
+    world.games[[7, 19]] = 0.0  # these two anchor the first tables
+    tables = oracle_tables(world, 6, random.Random(1), window=3)
+    assert tables == oracle_tables(world, 6, random.Random(1), window=3)
+    assert {tables[0][0], tables[1][0]} == {7, 19}
+    seated = [b for t in tables for b in t]
+    assert len(seated) == len(set(seated)) == 6 * model.seats  # once a round each
+    for table in tables:
+        # drawn from the anchor's free neighbours in the true order: within 3 free places
+        # each side, so within 3 + (tables already seated) * seats places at most
+        gaps = [abs(place[b] - place[table[0]]) for b in table[1:]]
+        assert max(gaps) <= 3 + 5 * model.seats, (table, gaps)
+    first = tables[0]
+    assert max(abs(place[b] - place[first[0]]) for b in first[1:]) <= 3
+    # and the simulation runs it, seeded, with the window as an option
+    assert run(model, "oracle", 2, 200, {"window": 2}) == run(model, "oracle", 2, 200,
+                                                               {"window": 2})
+    assert run(model, "oracle", 2, 200, {"window": 2}) != run(model, "oracle", 2, 200,
+                                                               {"window": 12})

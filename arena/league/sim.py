@@ -49,7 +49,9 @@ from arena.tournament.balanced import balanced_tables
 
 Array = npt.NDArray[np.float64]
 
-SCHEDULERS = ("matchmaking", "random", "balanced")
+SCHEDULERS = ("matchmaking", "random", "balanced", "oracle")
+"""The schedulers :func:`run` knows: the last, ``oracle``, is a yardstick that reads the
+true skills (:func:`oracle_tables`), not one a league could use."""
 ESTIMATORS = ("games", "cards", "sets")
 """What the live ratings compare (:attr:`Model.estimator`)."""
 ROUND_SHARE = 4
@@ -189,6 +191,48 @@ def matchmaking_tables(world: World, count: int, rng: random.Random,
     return [[index[name] for name in c.table] for c in choices]
 
 
+ORACLE_WINDOW = 3
+"""The oracle's reach: it seats a table from the anchor's this many nearest bots on each
+side in the true order (:func:`oracle_tables`)."""
+
+
+def oracle_tables(world: World, count: int, rng: random.Random,
+                  window: int = ORACLE_WINDOW) -> list[list[int]]:
+    """A bound, not a scheduler: tables of bots close in the *true* order, which no league
+    knows. The bot with the fewest games anchors (ties at random), and the rest of its
+    table is drawn at random from the ``window`` bots nearest to it on each side in true
+    skill that are not yet seated this round (house bots included, at their skills). It
+    gives every bot the same number of games, and every comparison as close as a table
+    of ``seats`` can make it: the most a comparison can tell (``docs/league.md``: the
+    information of a comparison is largest between equal bots), so what a real
+    matchmaking, guessing the order from ratings, could gain over random tables at best."""
+    games = world.games.copy()
+    order = [int(i) for i in np.argsort(world.skills, kind="stable")]
+    place = {b: k for k, b in enumerate(order)}
+    n = len(order)
+    used: set[int] = set()
+    tables = []
+    for _ in range(count):
+        if n - len(used) < world.model.seats:
+            used = set()
+        free = [i for i in range(n) if i not in used]
+        fewest = min(games[i] for i in free)
+        first = rng.choice([i for i in free if games[i] == fewest])
+        k = place[first]
+        below = [b for b in reversed(order[:k]) if b not in used][:window]
+        above = [b for b in order[k + 1:] if b not in used][:window]
+        near = below + above
+        if len(near) < world.model.seats - 1:  # an edge of the field: the nearest free
+            near = sorted((b for b in free if b != first),
+                          key=lambda b: abs(place[b] - k))[: world.model.seats - 1]
+        table = [first, *rng.sample(near, world.model.seats - 1)]
+        for b in table:
+            games[b] += world.model.seats
+        used.update(table)
+        tables.append(table)
+    return tables
+
+
 def random_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
     """The bot with the fewest games (ties at random), and the rest of the table drawn at
     random from the bots not yet seated this round."""
@@ -272,11 +316,15 @@ def run(model: Model, scheduler: str, seed: int, max_games: int,
     while world.played < max_games:
         if scheduler == "matchmaking":
             kwargs = dict(options or {})
+            kwargs.pop("window", None)  # the oracle's
             if estimator == "sets":
                 kwargs.setdefault("per_pair", 1.0)
             tables = matchmaking_tables(world, per_round, rng, kwargs)
         elif scheduler == "random":
             tables = random_tables(world, per_round, rng)
+        elif scheduler == "oracle":
+            window = int((options or {}).get("window", ORACLE_WINDOW))
+            tables = oracle_tables(world, per_round, rng, window)
         else:
             start = world.units
             tables = source[start: start + per_round]
