@@ -43,6 +43,10 @@ rating = 1400
 """Trumps without the draw at 3 seats: short games; the two house bots fill a table with
 the first submitted bot."""
 RANDOM_BOT = REPO / "sample_bots" / "python" / "random_bot.py"
+PACED_BOT = REPO / "tests" / "bots" / "paced_random.py"
+"""What the leagues of the tests are submitted by default: the random sample, 30 ms a
+decision (a league plays as long as its tests run; at full speed it would start the
+bot's process afresh some hundred times a module for nothing a test reads)."""
 CRASH_BOT = REPO / "tests" / "checkbot_bots" / "crash_bot.py"
 
 
@@ -144,7 +148,7 @@ def wait_clean(league: League, timeout_s: float = 15) -> list[str]:
     return league.leftovers()
 
 
-def bot_folder(where: Path, name: str, version: str = "1.0", script: Path = RANDOM_BOT,
+def bot_folder(where: Path, name: str, version: str = "1.0", script: Path = PACED_BOT,
                prelude: str = "") -> Path:
     """A Python bot's folder: ``script`` as bot.py (after ``prelude``), and its bot.toml."""
     folder = where / f"{name}-{version}".replace("/", "_").replace("<", "_").replace(">", "_")
