@@ -291,6 +291,11 @@ def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path:
                               f'name = "illegal"\nspec = "{illegal}"')
     text = text.replace("deals = 2", "deals = 1").replace("draw = false",
                                                           "draw = false\nannounce = true")
+    # one process per bot for all games: this test is about faults, and "deal" isolation
+    # would start three processes a game (tests/test_crash_reports.py has the faults of
+    # bots under the default)
+    text = text.replace("seed = 424242\n", 'seed = 424242\nisolation = "shared"\n')
+    assert 'isolation = "shared"' in text
     path = tmp_path / "faulty.toml"
     path.write_text(text)
     done = arena("tournament", str(path), "--out", str(tmp_path / "out"), "--resamples", "100")
