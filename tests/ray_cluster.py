@@ -9,8 +9,8 @@ list on stdout, a report per scenario. MODE:
 
 - ``run``: one run; reports the driver's exit and output, the most games seen running
   at once (Ray workers titled ``ray::_play_task``) and the fewest CPUs Ray had free.
-- ``remove-node``: the worker node is removed once some games are stored, while two
-  games run (so one of them runs on it).
+- ``remove-node``: the worker node is removed once some games are stored, just after a
+  game task began on it (so that game is in flight and must be played again).
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
 - ``interrupt``: the driver gets SIGINT (Ctrl-C) once some games are stored; reports its
   exit and output and the bot processes left while the cluster still runs, then runs it
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray._private import ray_constants
 from ray.cluster_utils import Cluster
 
 DEADLINE_S = 60.0
@@ -100,6 +101,30 @@ def tasks_running(title: bytes) -> int:
     return sum(1 for parent in titled.values() if parent not in titled)
 
 
+def games_started_on(node: Any) -> set[str]:
+    """The Ray workers of ``node`` (children of its raylet) running a game task now."""
+    raylet = str(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::_play_task") and \
+                    stat.rsplit(")", 1)[1].split()[1] == raylet:
+                found.add(entry)
+    return found
+
+
+FRESH_S = 0.3
+"""A game task seen on the worker node that was not running at the last look, at most
+this long ago, has just begun: its bot is still starting (a sandboxed Python bot takes
+some 200 ms to its first answer here, longer on a loaded machine, which slows this loop
+as much), so the game is in flight when the node goes."""
+
+
 def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "arena", "tournament", file, "--out", out, "--resamples",
@@ -113,16 +138,24 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
     most, fewest_cpus = 0, float("inf")
     deadline = time.monotonic() + DEADLINE_S
     acted = False
+    on_worker: set[str] = set()
+    looked = time.monotonic()
     while driver.poll() is None and time.monotonic() < deadline:
         running = tasks_running(b"_play_task")
         most = max(most, running)
         fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
-        if not acted and done_games(out) >= 3:
-            # two games running (one CPU a node): one of them is on the worker node
-            if mode == "remove-node" and running >= 2:
+        if mode == "remove-node" and not acted:
+            # not "two games running": a task whose game had just ended still bore the
+            # title, and the node went with nothing in flight (seen once: no retry)
+            now, current = time.monotonic(), games_started_on(worker)
+            started, since = current - on_worker, now - looked
+            on_worker, looked = current, now
+            if started and since < FRESH_S and done_games(out) >= 3:
                 cluster.remove_node(worker)
                 acted = True
-            elif mode == "interrupt":
+                report["started_within_s"] = round(since, 3)
+        elif not acted and done_games(out) >= 3:
+            if mode == "interrupt":
                 driver.send_signal(signal.SIGINT)
                 stopped_out, stopped_err = driver.communicate(timeout=30)
                 report.update(stopped_rc=driver.returncode, stopped_stdout=stopped_out,
