@@ -83,12 +83,11 @@ def bot_count(needle: bytes) -> int:
     return count
 
 
-def tasks_running(title: bytes) -> int:
-    """Ray workers running a task of ``title`` now (Ray sets a worker's process title to
-    ``ray::NAME`` while it runs task NAME, ``ray::IDLE`` otherwise). A worker's child
-    between its fork and its exec (a bot being started) has the same title: it is not
-    counted."""
-    titled: dict[str, str] = {}
+def titled(title: bytes) -> dict[str, str]:
+    """Ray workers running a task of ``title`` now, with their parents' pids (Ray sets a
+    worker's process title to ``ray::NAME`` while it runs task NAME, ``ray::IDLE``
+    otherwise)."""
+    found: dict[str, str] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -97,25 +96,21 @@ def tasks_running(title: bytes) -> int:
             except OSError:
                 continue
             if cmd.startswith(b"ray::" + title):
-                titled[entry] = stat.rsplit(")", 1)[1].split()[1]  # the parent's pid
-    return sum(1 for parent in titled.values() if parent not in titled)
+                found[entry] = stat.rsplit(")", 1)[1].split()[1]  # the parent's pid
+    return found
+
+
+def tasks_running(title: bytes) -> int:
+    """Ray workers running a task of ``title`` now. A worker's child between its fork and
+    its exec (a bot being started) has the same title: it is not counted."""
+    running = titled(title)
+    return sum(1 for parent in running.values() if parent not in running)
 
 
 def games_started_on(node: Any) -> set[str]:
     """The Ray workers of ``node`` (children of its raylet) running a game task now."""
     raylet = str(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if cmd.startswith(b"ray::_play_task") and \
-                    stat.rsplit(")", 1)[1].split()[1] == raylet:
-                found.add(entry)
-    return found
+    return {pid for pid, parent in titled(b"_play_task").items() if parent == raylet}
 
 
 FRESH_S = 0.3

@@ -195,47 +195,16 @@ ORACLE_WINDOW = 3
 """The oracle's reach: it seats a table from the anchor's this many nearest bots on each
 side in the true order (:func:`oracle_tables`)."""
 
-
-def oracle_tables(world: World, count: int, rng: random.Random,
-                  window: int = ORACLE_WINDOW) -> list[list[int]]:
-    """A bound, not a scheduler: tables of bots close in the *true* order, which no league
-    knows. The bot with the fewest games anchors (ties at random), and the rest of its
-    table is drawn at random from the ``window`` bots nearest to it on each side in true
-    skill that are not yet seated this round (house bots included, at their skills). It
-    gives every bot the same number of games, and every comparison as close as a table
-    of ``seats`` can make it: the most a comparison can tell (``docs/league.md``: the
-    information of a comparison is largest between equal bots), so what a real
-    matchmaking, guessing the order from ratings, could gain over random tables at best."""
-    games = world.games.copy()
-    order = [int(i) for i in np.argsort(world.skills, kind="stable")]
-    place = {b: k for k, b in enumerate(order)}
-    n = len(order)
-    used: set[int] = set()
-    tables = []
-    for _ in range(count):
-        if n - len(used) < world.model.seats:
-            used = set()
-        free = [i for i in range(n) if i not in used]
-        fewest = min(games[i] for i in free)
-        first = rng.choice([i for i in free if games[i] == fewest])
-        k = place[first]
-        below = [b for b in reversed(order[:k]) if b not in used][:window]
-        above = [b for b in order[k + 1:] if b not in used][:window]
-        near = below + above
-        if len(near) < world.model.seats - 1:  # an edge of the field: the nearest free
-            near = sorted((b for b in free if b != first),
-                          key=lambda b: abs(place[b] - k))[: world.model.seats - 1]
-        table = [first, *rng.sample(near, world.model.seats - 1)]
-        for b in table:
-            games[b] += world.model.seats
-        used.update(table)
-        tables.append(table)
-    return tables
+Fill = Callable[[int, list[int], set[int]], list[int]]
+"""The other seats of a table, given its anchor, the bots free this round and those
+seated."""
 
 
-def random_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
-    """The bot with the fewest games (ties at random), and the rest of the table drawn at
-    random from the bots not yet seated this round."""
+def _fewest_first(world: World, count: int, rng: random.Random, fill: Fill
+                  ) -> list[list[int]]:
+    """``count`` tables, each anchored by the free bot with the fewest games (ties at
+    random) and filled by ``fill``; each bot at one table of a round while enough are
+    free."""
     games = world.games.copy()
     n = len(world.names)
     used: set[int] = set()
@@ -246,13 +215,45 @@ def random_tables(world: World, count: int, rng: random.Random) -> list[list[int
         free = [i for i in range(n) if i not in used]
         fewest = min(games[i] for i in free)
         first = rng.choice([i for i in free if games[i] == fewest])
-        rest = rng.sample([i for i in free if i != first], world.model.seats - 1)
-        table = [first, *rest]
+        table = [first, *fill(first, free, used)]
         for b in table:
             games[b] += world.model.seats
         used.update(table)
         tables.append(table)
     return tables
+
+
+def oracle_tables(world: World, count: int, rng: random.Random,
+                  window: int = ORACLE_WINDOW) -> list[list[int]]:
+    """A yardstick, not a scheduler: tables of bots close in the *true* order, which no
+    league knows. The anchor is random tables' (the fewest games), and the rest of its
+    table is drawn at random from the ``window`` bots nearest to it on each side in true
+    skill that are not yet seated this round (house bots included, at their skills). Every
+    comparison is then as close as a table can make it, where one comparison tells the
+    most; if closeness were what a schedule gains by, this would gain the most. It does
+    not (``docs/league.md``, "An oracle that knows the true order")."""
+    order = [int(i) for i in np.argsort(world.skills, kind="stable")]
+    place = {b: k for k, b in enumerate(order)}
+    others = world.model.seats - 1
+
+    def fill(first: int, free: list[int], used: set[int]) -> list[int]:
+        k = place[first]
+        below = [b for b in reversed(order[:k]) if b not in used][:window]
+        above = [b for b in order[k + 1:] if b not in used][:window]
+        near = below + above
+        if len(near) < others:  # an edge of the field: the nearest free
+            near = sorted((b for b in free if b != first),
+                          key=lambda b: abs(place[b] - k))[:others]
+        return rng.sample(near, others)
+
+    return _fewest_first(world, count, rng, fill)
+
+
+def random_tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
+    """The bot with the fewest games (ties at random), and the rest of the table drawn at
+    random from the bots not yet seated this round."""
+    return _fewest_first(world, count, rng, lambda first, free, used: rng.sample(
+        [i for i in free if i != first], world.model.seats - 1))
 
 
 _BALANCED: dict[tuple[int, int, int], list[tuple[str, ...]]] = {}
