@@ -74,6 +74,7 @@ name = "publish-trumps"
 game = "trumps"
 seats = 4
 seed = 77
+isolation = "shared"  # the pages are the subject: a process per bot, not per game
 [options]
 announce = true
 [schedule]

@@ -35,6 +35,7 @@ game = "trumps"
 seats = 4
 seed = 20261202
 concurrency = 2
+isolation = "shared"  # the pages are the subject: a process per bot, not per game
 
 [options]
 draw = true
