@@ -14,7 +14,10 @@ import tempfile
 from arena.proc.cgroup import Mechanism, limit_mechanism, pid_alive, sweep_stale_cgroups
 from arena.proc.process import SHORT_ROOT
 
-_reaper: subprocess.Popen[bytes] | None = None
+_reaper_pipe: int | None = None
+"""The write end of the reaper's pipe, which this process alone holds until it exits (a
+plain descriptor, closed by the exit itself: a file object would be collected at the
+interpreter's end as an unclosed file)."""
 
 
 def start_reaper(mechanism: Mechanism) -> None:
@@ -27,14 +30,23 @@ def start_reaper(mechanism: Mechanism) -> None:
     of every bot, whatever namespace it is in. The reaper learns of the arena's end
     when the pipe the arena alone holds closes (at any exit, kill -9 included), in its
     own session so the arena's group signals do not reach it."""
-    global _reaper
-    if _reaper is not None or not mechanism.cgroups:
+    global _reaper_pipe
+    if _reaper_pipe is not None or not mechanism.cgroups:
         return
-    _reaper = subprocess.Popen(
-        [sys.executable, "-c", "from arena.proc.reaper import _reap; _reap()", str(os.getpid())],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
-    _reaper.wait(timeout=30)  # it forks the reaper proper and exits: not our child
+    read_end, write_end = os.pipe()  # not inherited by what this process starts (PEP 446)
+    try:
+        starter = subprocess.Popen(
+            [sys.executable, "-c", "from arena.proc.reaper import _reap; _reap()",
+             str(os.getpid())],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    _reaper_pipe = write_end
+    starter.wait(timeout=30)  # it forks the reaper proper and exits: not our child
 
 
 def _reap() -> None:

@@ -1,0 +1,72 @@
+"""The reaper (arena/proc/reaper.py): a process of the arena's own that waits for the
+arena to end (its pipe closes) and then ends what is left in the arena's cgroups.
+
+Checked with a real arena process: the reaper runs while the arena does, it ends when
+the arena exits (the pipe the arena alone held is closed by the exit), and the arena's
+exit leaves no unclosed file behind (it once held the pipe as a file object, which the
+interpreter's end collected with a ResourceWarning: the "unclosed BufferedWriter" the
+test suite printed at every worker's end)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from arena.proc.cgroup import limit_mechanism
+
+ARENA = """
+import os, sys
+from arena.proc.reaper import start_cleanup
+start_cleanup()
+print(os.getpid(), flush=True)
+sys.stdin.readline()  # until the test has seen the reaper
+"""
+
+
+def reapers_of(pid: int) -> list[int]:
+    """Live reaper processes started for the arena process ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and b"from arena.proc.reaper import _reap; _reap()" in args \
+                and str(pid).encode() in args:
+            found.append(int(entry))
+    return found
+
+
+def test_the_reaper_lives_as_long_as_its_arena_and_the_exit_leaves_no_open_file() -> None:
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: no reaper is started")
+    arena = subprocess.Popen([sys.executable, "-X", "dev", "-c", ARENA], cwd=REPO,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert arena.stdout is not None and arena.stdin is not None
+        pid = int(arena.stdout.readline())
+        reapers = reapers_of(pid)
+        assert len(reapers) == 1, reapers  # started, and waiting on its pipe
+        arena.stdin.write("\n")
+        arena.stdin.flush()
+        _, err = arena.communicate(timeout=30)
+    finally:
+        if arena.poll() is None:
+            arena.kill()
+            arena.communicate()
+    assert arena.returncode == 0, err
+    assert "ResourceWarning" not in err and "unclosed" not in err, err
+    deadline = time.monotonic() + 10
+    while reapers_of(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reapers_of(pid) == []  # the arena's exit closed the pipe: the reaper ended
