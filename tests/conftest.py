@@ -64,13 +64,15 @@ def examples(full: int) -> int:
 
 
 HEAVY_FIRST = (
-    "test_ray", "test_tournament", "test_view", "test_isolation_limits", "test_sample_bots",
-    "test_league_service", "test_site_browser", "test_league", "test_isolation_pagecache",
-    "test_isolation_secrets", "test_isolation_neighbours", "test_crash_reports",
-    "test_grpc_games", "test_checkbot", "test_sandbox", "test_human", "test_league_web",
+    "test_ray", "test_sample_bots", "test_tournament", "test_site_browser", "test_view",
+    "test_isolation_secrets", "test_league_service", "test_isolation_limits",
+    "test_grpc_games", "test_checkbot", "test_crash_reports", "test_isolation_pagecache",
+    "test_isolation_neighbours", "test_store_lock", "test_league_web", "test_sandbox",
+    "test_job", "test_league", "test_isolation_kernel", "test_view_images", "test_human",
 )
 """The test files that take longest (seconds of test time, most first, measured on a
-2-core machine: 89 to 25 s), run first: the suite's workers take a file at a time in
+2-core machine: 65 to 8 s; test_sample_bots builds the C++ sample on a fresh machine),
+run first: the suite's workers take a file at a time in
 the order collected, and a long file taken last leaves the other workers idle while it
 runs (longest first is the classic remedy). Every other file keeps its place after."""
 
