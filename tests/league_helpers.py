@@ -42,7 +42,6 @@ rating = 1400
 """
 """Trumps without the draw at 3 seats: short games; the two house bots fill a table with
 the first submitted bot."""
-RANDOM_BOT = REPO / "sample_bots" / "python" / "random_bot.py"
 PACED_BOT = REPO / "tests" / "bots" / "paced_random.py"
 """What the leagues of the tests are submitted by default: the random sample, 30 ms a
 decision (a league plays as long as its tests run; at full speed it would start the
