@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Generator
 from pathlib import Path
 
@@ -51,15 +51,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
 def by_file(figures: dict[str, tuple[float, float]]) -> list[tuple[str, float, float, int]]:
     """(file, CPU s, wall s, tests) per test file, most CPU first."""
-    cpu: Counter[str] = Counter()
-    wall: Counter[str] = Counter()
-    tests: Counter[str] = Counter()
+    cpu: defaultdict[str, float] = defaultdict(float)
+    wall: defaultdict[str, float] = defaultdict(float)
+    tests: defaultdict[str, int] = defaultdict(int)
     for nodeid, (c, w) in figures.items():
         name = nodeid.split("::", 1)[0]
         cpu[name] += c
         wall[name] += w
         tests[name] += 1
-    return [(name, cpu[name], wall[name], tests[name]) for name, _ in cpu.most_common()]
+    return [(name, cpu[name], wall[name], tests[name])
+            for name in sorted(cpu, key=lambda name: -cpu[name])]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
