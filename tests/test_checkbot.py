@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -385,8 +386,16 @@ def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
                              "--game", "trumps", "--games", "0", *flags)
     assert code == 1
     failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
-    assert failed == ["FAIL SIGTERM still running 3 s after SIGTERM; a bot must exit promptly "
-                      "on SIGTERM (the arena sends SIGKILL 1 s after it)"], out
+    assert len(failed) == 1, out
+    # what its processes were doing says whose the fault is: thawed and asleep, its own
+    said = re.fullmatch(r"FAIL SIGTERM still running 3 s after SIGTERM \((.*)\); a bot must "
+                        r"exit promptly on SIGTERM \(the arena sends SIGKILL 1 s after it\)",
+                        failed[0])
+    assert said is not None, failed[0]
+    state = re.fullmatch(r"\d+ process(?:es)?, threads ([A-Za-z] x\d+ ?)+(; freezer (\w+))?",
+                         said.group(1))
+    assert state is not None and "S x" in said.group(1), said.group(1)
+    assert state.group(3) in (None, "THAWED"), said.group(1)
 
 
 def test_sigterm_stops_the_checks_as_ctrl_c_does(sandbox: Path) -> None:

@@ -229,8 +229,9 @@ class Checker:
         took = await process.terminate(SIGTERM_LIMIT_S)
         if took is None:
             self.add("SIGTERM", False,
-                     f"still running {SIGTERM_LIMIT_S:g} s after SIGTERM; a bot must exit "
-                     f"promptly on SIGTERM (the arena sends SIGKILL 1 s after it)")
+                     f"still running {SIGTERM_LIMIT_S:g} s after SIGTERM "
+                     f"({process.describe()}); a bot must exit promptly on SIGTERM (the "
+                     f"arena sends SIGKILL 1 s after it)")
             return
         note = ""
         if not process.signals_reach_bot:

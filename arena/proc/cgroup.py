@@ -272,6 +272,28 @@ class Cgroup:
         text = _read(self._procs)
         return [int(p) for p in text.split()] if text else []
 
+    def describe(self) -> str:
+        """What the bot's processes are doing, for a report of one that did not end: each
+        thread's state (``S`` sleeping, ``R`` running, ``D`` in the kernel, ``T``
+        stopped...) counted over the cgroup, and the freezer's state where there is one,
+        e.g. ``3 processes, threads S x9 R x1; freezer THAWED``."""
+        pids = self.pids()
+        states: dict[str, int] = {}
+        for pid in pids:
+            for tid in _tids(pid):
+                state = _read(f"/proc/{pid}/task/{tid}/stat").rpartition(")")[2].split()[:1]
+                if state:
+                    states[state[0]] = states.get(state[0], 0) + 1
+        text = (f"{len(pids)} process{'es' if len(pids) != 1 else ''}, threads "
+                + (" ".join(f"{s} x{n}" for s, n in sorted(states.items())) or "none"))
+        if self._freezer is not None:
+            if self.v2:
+                frozen = _event(_read(str(self.dirs[""] / "cgroup.events")), "frozen")
+                text += f"; freezer {'FROZEN' if frozen == 1 else 'THAWED'}"
+            else:
+                text += f"; freezer {_read(str(self._freezer)).strip() or '?'}"
+        return text
+
     # -- stopping the bot between its calls --------------------------------------------
 
     def _freezer_file(self) -> Path | None:

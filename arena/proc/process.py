@@ -553,6 +553,23 @@ class BotProcess:
             return time.monotonic() - started
         return None
 
+    def describe(self) -> str:
+        """What its processes are doing now (:meth:`Cgroup.describe`; without a cgroup,
+        the process's own state), for a report of one that did not end."""
+        if self._cgroup is not None:
+            return self._cgroup.describe()
+        if self._proc is None:
+            return "not started"
+        stat_text = ""
+        try:
+            with open(f"/proc/{self._proc.pid}/stat", encoding="ascii",
+                      errors="replace") as f:
+                stat_text = f.read()
+        except OSError:
+            pass
+        state = stat_text.rpartition(")")[2].split()[:1]
+        return f"process state {state[0] if state else '?'}"
+
     def stop_now(self, grace_s: float = 1.0) -> None:
         """A blocking :meth:`aclose`, for the last clean-up outside trio."""
         proc = self._proc
