@@ -46,13 +46,9 @@ import numpy as np
 from arena.league import sim
 from arena.league.live import LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
-from arena.league.sim import ESTIMATORS, SCHEDULERS, Model, Summary, summarise
+from arena.league.sim import ESTIMATORS, SCHEDULERS, YARDSTICKS, Model, Summary, summarise
 from arena.stats.ratings import GameScores
 from benchmarks import Settings
-
-LEAGUE_SCHEDULERS = tuple(s for s in SCHEDULERS if s != "oracle")
-"""The schedulers a league could use; the oracle (which reads the true skills) runs only
-when asked for (``--schedulers ... oracle``)."""
 
 TITLE = ("league simulation: games to Kendall tau >= 0.9 and to a right top 3, matchmaking "
          "vs random vs balanced; one live rating update at 200 bots after 100,000 games")
@@ -98,8 +94,8 @@ def _show(value: float | None, horizon: int) -> str:
 
 def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: float = 1.0,
              options: dict[str, float] | None = None,
-             schedulers: tuple[str, ...] = LEAGUE_SCHEDULERS, estimator: str = "games",
-             ) -> dict[str, Any]:
+             schedulers: tuple[str, ...] = SCHEDULERS, estimator: str = "games",
+             window: int = sim.ORACLE_WINDOW) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for size in sizes:
         model = Model(bots=size.bots, luck_sd=luck, noise_sd=noise, estimator=estimator)
@@ -108,7 +104,7 @@ def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: flo
         trajectories: dict[str, list[sim.Trajectory]] = {}
         for scheduler in schedulers:
             start = time.perf_counter()
-            runs = [sim.run(model, scheduler, seed, size.max_games, options)
+            runs = [sim.run(model, scheduler, seed, size.max_games, options, window)
                     for seed in range(size.runs)]
             seconds[scheduler] = time.perf_counter() - start
             summaries[scheduler] = summarise(scheduler, runs)
@@ -282,12 +278,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs per size (seeds 0..runs-1), one number or one per size")
     parser.add_argument("--games-per-bot", type=int, default=80,
                         help="the horizon: games a run plays, per ranked bot (default 80)")
-    parser.add_argument("--schedulers", nargs="+", choices=SCHEDULERS,
-                        default=list(LEAGUE_SCHEDULERS),
+    parser.add_argument("--schedulers", nargs="+", choices=SCHEDULERS + YARDSTICKS,
+                        default=list(SCHEDULERS),
                         help="default: the three a league could use; 'oracle' reads the "
                              "true skills (a yardstick, docs/league.md)")
     parser.add_argument("--top-weight", type=float, help="the matchmaking's top_weight")
-    parser.add_argument("--window", type=int,
+    parser.add_argument("--window", type=int, default=sim.ORACLE_WINDOW,
                         help="the oracle's reach in the true order (default "
                              f"{sim.ORACLE_WINDOW})")
     parser.add_argument("--estimator", choices=ESTIMATORS, default="games",
@@ -308,13 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs if len(args.runs) == len(args.bots) else [args.runs[0]] * len(args.bots)
     sizes = tuple(Size(b, r, b * args.games_per_bot) for b, r in zip(args.bots, runs,
                                                                        strict=True))
-    options: dict[str, float] = {}
-    if args.top_weight is not None:
-        options["top_weight"] = args.top_weight
-    if args.window is not None:
-        options["window"] = args.window
-    simulate(sys.stdout, sizes, luck, noise, options or None, tuple(args.schedulers),
-             args.estimator)
+    options = {"top_weight": args.top_weight} if args.top_weight is not None else None
+    simulate(sys.stdout, sizes, luck, noise, options, tuple(args.schedulers), args.estimator,
+             args.window)
     return 0
 
 

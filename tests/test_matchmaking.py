@@ -273,8 +273,6 @@ def test_the_oracle_seats_true_neighbours_fewest_games_first_and_is_seeded() -> 
         assert max(gaps) <= 3 + 5 * model.seats, (table, gaps)
     first = tables[0]
     assert max(abs(place[b] - place[first[0]]) for b in first[1:]) <= 3
-    # and the simulation runs it, seeded, with the window as an option
-    assert run(model, "oracle", 2, 200, {"window": 2}) == run(model, "oracle", 2, 200,
-                                                               {"window": 2})
-    assert run(model, "oracle", 2, 200, {"window": 2}) != run(model, "oracle", 2, 200,
-                                                               {"window": 12})
+    # and the simulation runs it, seeded, with its window
+    assert run(model, "oracle", 2, 200, window=2) == run(model, "oracle", 2, 200, window=2)
+    assert run(model, "oracle", 2, 200, window=2) != run(model, "oracle", 2, 200, window=12)

@@ -49,9 +49,11 @@ from arena.tournament.balanced import balanced_tables
 
 Array = npt.NDArray[np.float64]
 
-SCHEDULERS = ("matchmaking", "random", "balanced", "oracle")
-"""The schedulers :func:`run` knows: the last, ``oracle``, is a yardstick that reads the
-true skills (:func:`oracle_tables`), not one a league could use."""
+SCHEDULERS = ("matchmaking", "random", "balanced")
+"""The schedulers a league could use."""
+YARDSTICKS = ("oracle",)
+"""What :func:`run` also plays and no league could: ``oracle`` reads the true skills
+(:func:`oracle_tables`)."""
 ESTIMATORS = ("games", "cards", "sets")
 """What the live ratings compare (:attr:`Model.estimator`)."""
 ROUND_SHARE = 4
@@ -294,14 +296,16 @@ def set_totals(games: Sequence[GameScores]) -> GameScores:
 
 
 def run(model: Model, scheduler: str, seed: int, max_games: int,
-        options: Mapping[str, float] | None = None) -> Trajectory:
+        options: Mapping[str, float] | None = None, window: int = ORACLE_WINDOW
+        ) -> Trajectory:
     """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
-    more); ``options`` go to the matchmaking (:func:`matchmaking_tables`). Every run plays
+    more); ``options`` go to the matchmaking (:func:`matchmaking_tables`), ``window`` to
+    the oracle (:func:`oracle_tables`). Every run plays
     to the same horizon: stopping a run once it looks right would count its lucky rounds
     as right for good."""
     estimator = model.estimator
     world = new_world(model, seed)
-    rng = random.Random(seed * 7919 + SCHEDULERS.index(scheduler))
+    rng = random.Random(seed * 7919 + (*SCHEDULERS, *YARDSTICKS).index(scheduler))
     per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
     source: list[list[int]] = []
     if scheduler == "balanced":
@@ -317,14 +321,12 @@ def run(model: Model, scheduler: str, seed: int, max_games: int,
     while world.played < max_games:
         if scheduler == "matchmaking":
             kwargs = dict(options or {})
-            kwargs.pop("window", None)  # the oracle's
             if estimator == "sets":
                 kwargs.setdefault("per_pair", 1.0)
             tables = matchmaking_tables(world, per_round, rng, kwargs)
         elif scheduler == "random":
             tables = random_tables(world, per_round, rng)
         elif scheduler == "oracle":
-            window = int((options or {}).get("window", ORACLE_WINDOW))
             tables = oracle_tables(world, per_round, rng, window)
         else:
             start = world.units
