@@ -273,25 +273,15 @@ class Cgroup:
         return [int(p) for p in text.split()] if text else []
 
     def describe(self) -> str:
-        """What the bot's processes are doing, for a report of one that did not end: each
-        thread's state (``S`` sleeping, ``R`` running, ``D`` in the kernel, ``T``
-        stopped...) counted over the cgroup, and the freezer's state where there is one,
-        e.g. ``3 processes, threads S x9 R x1; freezer THAWED``."""
-        pids = self.pids()
-        states: dict[str, int] = {}
-        for pid in pids:
-            for tid in _tids(pid):
-                state = _read(f"/proc/{pid}/task/{tid}/stat").rpartition(")")[2].split()[:1]
-                if state:
-                    states[state[0]] = states.get(state[0], 0) + 1
-        text = (f"{len(pids)} process{'es' if len(pids) != 1 else ''}, threads "
-                + (" ".join(f"{s} x{n}" for s, n in sorted(states.items())) or "none"))
+        """What the bot's processes are doing, for a report of one that did not end
+        (:func:`describe_processes`), and the freezer's state where there is one, e.g.
+        ``3 processes, threads S x9 R x1; freezer THAWED``."""
+        text = describe_processes(self.pids())
         if self._freezer is not None:
-            if self.v2:
-                frozen = _event(_read(str(self.dirs[""] / "cgroup.events")), "frozen")
-                text += f"; freezer {'FROZEN' if frozen == 1 else 'THAWED'}"
-            else:
-                text += f"; freezer {_read(str(self._freezer)).strip() or '?'}"
+            state = "FROZEN" if self._is_frozen() else "THAWED"
+            if not self.v2:  # v1 also says FREEZING
+                state = _read(str(self._freezer)).strip() or state
+            text += f"; freezer {state}"
         return text
 
     # -- stopping the bot between its calls --------------------------------------------
@@ -709,13 +699,31 @@ def _sandbox_pid(pid: int) -> int:
     return 0
 
 
-def _stopped_state(pid: int) -> bool:
-    """Whether every thread of the process is stopped (``T``/``t``), or gone."""
+def _thread_states(pid: int) -> list[str]:
+    """The state letter of each thread of the process (``S``, ``R``, ``D``, ``T``...; [] when
+    it is gone)."""
+    states = []
     for tid in _tids(pid):
         state = _read(f"/proc/{pid}/task/{tid}/stat").rpartition(")")[2].split()[:1]
-        if state not in ([], ["T"], ["t"], ["Z"], ["X"]):
-            return False
-    return True
+        states += state
+    return states
+
+
+def _stopped_state(pid: int) -> bool:
+    """Whether every thread of the process is stopped (``T``/``t``), or gone."""
+    return all(state in ("T", "t", "Z", "X") for state in _thread_states(pid))
+
+
+def describe_processes(pids: list[int]) -> str:
+    """What the processes ``pids`` are doing, their threads' states counted (``S``
+    sleeping, ``R`` running, ``D`` in the kernel, ``T`` stopped...), e.g. ``3 processes,
+    threads S x9 R x1``."""
+    counts: dict[str, int] = {}
+    for pid in pids:
+        for state in _thread_states(pid):
+            counts[state] = counts.get(state, 0) + 1
+    return (f"{len(pids)} process{'es' if len(pids) != 1 else ''}, threads "
+            + (" ".join(f"{s} x{n}" for s, n in sorted(counts.items())) or "none"))
 
 
 def _tids(pid: int) -> list[int]:

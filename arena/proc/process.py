@@ -40,7 +40,7 @@ from arena.proc.bwrap import (
     view_images,
     warm_roots,
 )
-from arena.proc.cgroup import Cgroup, limit_mechanism
+from arena.proc.cgroup import Cgroup, describe_processes, limit_mechanism
 from arena.proc.logs import LogPump, log_text, open_new_log
 from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
@@ -554,21 +554,11 @@ class BotProcess:
         return None
 
     def describe(self) -> str:
-        """What its processes are doing now (:meth:`Cgroup.describe`; without a cgroup,
-        the process's own state), for a report of one that did not end."""
+        """What its processes are doing now, for a report of one that did not end: its
+        cgroup's (:meth:`Cgroup.describe`), else its own process's threads."""
         if self._cgroup is not None:
             return self._cgroup.describe()
-        if self._proc is None:
-            return "not started"
-        stat_text = ""
-        try:
-            with open(f"/proc/{self._proc.pid}/stat", encoding="ascii",
-                      errors="replace") as f:
-                stat_text = f.read()
-        except OSError:
-            pass
-        state = stat_text.rpartition(")")[2].split()[:1]
-        return f"process state {state[0] if state else '?'}"
+        return describe_processes([self._proc.pid] if self._proc is not None else [])
 
     def stop_now(self, grace_s: float = 1.0) -> None:
         """A blocking :meth:`aclose`, for the last clean-up outside trio."""
