@@ -9,14 +9,13 @@ test suite printed at every worker's end)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from conftest import REPO
+from isolation_helpers import with_marker
 
 from arena.proc.cgroup import limit_mechanism
 
@@ -31,19 +30,7 @@ sys.stdin.readline()  # until the test has seen the reaper
 
 def reapers_of(pid: int) -> list[int]:
     """Live reaper processes started for the arena process ``pid``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and b"from arena.proc.reaper import _reap; _reap()" in args \
-                and str(pid).encode() in args:
-            found.append(int(entry))
-    return found
+    return with_marker(f"from arena.proc.reaper import _reap; _reap()\0{pid}\0")
 
 
 def test_the_reaper_lives_as_long_as_its_arena_and_the_exit_leaves_no_open_file() -> None:
