@@ -9,8 +9,9 @@ list on stdout, a report per scenario. MODE:
 
 - ``run``: one run; reports the driver's exit and output, the most games seen running
   at once (Ray workers titled ``ray::_play_task``) and the fewest CPUs Ray had free.
-- ``remove-node``: the worker node is removed once some games are stored, just after a
-  game task began on it (so that game is in flight and must be played again).
+- ``remove-node``: the worker node is removed once some games are stored, with a game
+  task on it held in flight: its Ray worker is stopped (SIGSTOP) while it still runs the
+  task, so the game must be played again.
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
 - ``interrupt``: the driver gets SIGINT (Ctrl-C) once some games are stored; reports its
   exit and output and the bot processes left while the cluster still runs, then runs it
@@ -19,6 +20,7 @@ list on stdout, a report per scenario. MODE:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -113,11 +115,47 @@ def games_started_on(node: Any) -> set[str]:
     return {pid for pid, parent in titled(b"_play_task").items() if parent == raylet}
 
 
-FRESH_S = 0.3
-"""A game task seen on the worker node that was not running at the last look, at most
-this long ago, has just begun: its bot is still starting (a sandboxed Python bot takes
-some 200 ms to its first answer here, longer on a loaded machine, which slows this loop
-as much), so the game is in flight when the node goes."""
+def title_of(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def stopped(pid: str) -> bool:
+    """Whether every thread of ``pid`` has stopped (a SIGSTOP is delivered to each)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = [Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for tid in tasks]
+    except OSError:
+        return True  # gone
+    return all(state in ("T", "t", "Z", "X") for state in states)
+
+
+def hold_a_game_on(node: Any) -> str | None:
+    """A Ray worker of ``node`` stopped (SIGSTOP) in the middle of a game task, or None.
+
+    Ray titles a worker ``ray::_play_task`` while the task's function runs and retitles
+    it ``ray::IDLE`` as the function returns, before the result is stored or sent. So a
+    worker that still bears the title once all its threads have stopped holds a game
+    whose result cannot reach the driver: it is in flight, whatever the machine's load
+    (which once slowed this loop past a "task just begun" window, so the node never
+    went; and a title read just before a task ended once let the node go with nothing
+    in flight)."""
+    for pid in games_started_on(node):
+        try:
+            os.kill(int(pid), signal.SIGSTOP)
+        except ProcessLookupError:
+            continue
+        until = time.monotonic() + 5
+        while not stopped(pid) and time.monotonic() < until:
+            time.sleep(0.005)
+        if stopped(pid) and title_of(pid).startswith(b"ray::_play_task"):
+            return pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGCONT)
+    return None
 
 
 def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
@@ -133,22 +171,19 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
     most, fewest_cpus = 0, float("inf")
     deadline = time.monotonic() + DEADLINE_S
     acted = False
-    on_worker: set[str] = set()
-    looked = time.monotonic()
     while driver.poll() is None and time.monotonic() < deadline:
         running = tasks_running(b"_play_task")
         most = max(most, running)
         fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
         if mode == "remove-node" and not acted:
-            # not "two games running": a task whose game had just ended still bore the
-            # title, and the node went with nothing in flight (seen once: no retry)
-            now, current = time.monotonic(), games_started_on(worker)
-            started, since = current - on_worker, now - looked
-            on_worker, looked = current, now
-            if started and since < FRESH_S and done_games(out) >= 3:
+            held = hold_a_game_on(worker) if done_games(out) >= 3 else None
+            if held is not None:
+                removing = time.monotonic()
                 cluster.remove_node(worker)
+                report["removal_s"] = round(time.monotonic() - removing, 2)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(held), signal.SIGCONT)  # a SIGTERM it was sent applies
                 acted = True
-                report["started_within_s"] = round(since, 3)
         elif not acted and done_games(out) >= 3:
             if mode == "interrupt":
                 driver.send_signal(signal.SIGINT)
