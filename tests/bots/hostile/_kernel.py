@@ -29,7 +29,12 @@ from collections.abc import Sequence
 PAGE = 4096
 CARDS = 66
 """Card values are below 66 (``suit << 4 | rank``, Wizard 64, Jester 65)."""
-MARKER_BITS = 16
+MARKER_BITS = 32
+"""16 bits of a digest of the key, each sent as a pair (bit, not bit). A marker then has
+no run longer than two: the pages a receiver's own reads leave cached come in runs of
+tens (a whole copy is read at once), and with the seccomp filter refusing eviction they
+stay. A plain 16-bit marker was matched by such runs often enough to fail a control in
+CI (the sender read nothing; the receiver "read" a hand of garbage)."""
 COPIES = 3
 """Each key is written this many times: a read by timing or RWF_NOWAIT caches the pages
 it reads, so each later reader takes the next copy (its first page says whether it was
@@ -78,7 +83,8 @@ def _digest(*parts: str) -> bytes:
 
 def marker(key: str) -> list[int]:
     value = int.from_bytes(_digest("marker", key)[:2], "little")
-    return [(value >> i) & 1 for i in range(MARKER_BITS)]
+    return [bit for i in range(MARKER_BITS // 2) for bit in ((value >> i) & 1,
+                                                             1 - ((value >> i) & 1))]
 
 
 def encode(key: str, others: Sequence[Sequence[int]]) -> list[int]:
