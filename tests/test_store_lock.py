@@ -20,9 +20,10 @@ from arena.tournament.lock import LOCK_NAME
 
 BOTS = [("h1", "heuristic"), ("r1", "random"), ("h2", "heuristic"), ("r2", "random"),
         ("r3", "random")]
-DEALS = 8
+DEALS = 4
 TOURNAMENT = tournament_toml("lock-test", "wizard", 4, 17, DEALS, BOTS)
-"""Wizard for four between built-in bots: 5 tables x 8 deals x 4 rotations, some seconds."""
+"""Wizard for four between built-in bots: 5 tables x 4 deals x 4 rotations, a couple of
+seconds: long enough for a second arena to be refused and for readers during the run."""
 TOTAL = 5 * DEALS * 4
 
 
