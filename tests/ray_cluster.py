@@ -35,6 +35,7 @@ from typing import Any
 import ray
 from ray._private import ray_constants
 from ray.cluster_utils import Cluster
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 DEADLINE_S = 60.0
 
@@ -158,6 +159,26 @@ def hold_a_game_on(node: Any) -> str | None:
     return None
 
 
+@ray.remote(num_cpus=1)
+def _occupy(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def occupy_the_head(cluster: Cluster) -> Any:
+    """A task of this script's own that holds the head node's CPU, so that the run's games
+    are played on the worker node until it is removed (cancel it then).
+
+    Left to Ray, a short run's games can all go to the head: a new driver's first tasks
+    find warm workers there while the worker node starts a Python worker for the job, and
+    in some runs (2 in 12, on an idle machine) no game was ever seen on the worker."""
+    head = NodeAffinitySchedulingStrategy(node_id=cluster.head_node.node_id, soft=False)
+    blocker = _occupy.options(scheduling_strategy=head).remote(DEADLINE_S)
+    until = time.monotonic() + 30
+    while not titled(b"_occupy") and time.monotonic() < until:
+        time.sleep(0.05)
+    return blocker
+
+
 def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "arena", "tournament", file, "--out", out, "--resamples",
@@ -167,6 +188,7 @@ def start_driver(file: str, out: str, address: str) -> subprocess.Popen[str]:
 def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> dict[str, Any]:
     """One run of the tournament in ``file`` to ``out``, acted on as ``mode`` says."""
     report: dict[str, Any] = {"mode": mode}
+    blocker = occupy_the_head(cluster) if mode == "remove-node" else None
     driver = start_driver(file, str(out), cluster.address)
     most, fewest_cpus = 0, float("inf")
     deadline = time.monotonic() + DEADLINE_S
@@ -183,6 +205,7 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
                 report["removal_s"] = round(time.monotonic() - removing, 2)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(held), signal.SIGCONT)  # a SIGTERM it was sent applies
+                ray.cancel(blocker, force=True)  # the head plays the rest
                 acted = True
         elif not acted and done_games(out) >= 3:
             if mode == "interrupt":
@@ -211,6 +234,8 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
         time.sleep(0.05)
     if driver.poll() is None:
         driver.kill()
+    if blocker is not None and not acted:
+        ray.cancel(blocker, force=True)
     stdout, stderr = driver.communicate()
     report.update(rc=driver.returncode, stdout=stdout, stderr=stderr[-2000:],
                   driver_stderr=stderr[:2000],

@@ -133,7 +133,9 @@ def cluster(tournament_file: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     wd_file = folder / "wd.toml"
     wd_file.write_text(tournament("random_bot.py")
                        + '\n[cluster]\nworking_dir = "bots"\n')
-    runs = {"run": ("run", tournament_file), "working_dir": ("run", wd_file),
+    # one uninterrupted run, the bots copied through working_dir; the other scenarios
+    # give the bots by their path on the machine's file system
+    runs = {"working_dir": ("run", wd_file),
             "kill": ("kill", tournament_file), "interrupt": ("interrupt", tournament_file),
             "remove-node": ("remove-node", tournament_file)}
     reports = in_namespace(*((mode, file, folder / name) for name, (mode, file)
@@ -144,7 +146,8 @@ def cluster(tournament_file: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def ray_run(cluster: dict[str, tuple[Path, dict[str, Any]]]) -> tuple[Path, dict[str, Any]]:
-    out, report = cluster["run"]
+    """The uninterrupted run (its bots through ``working_dir``)."""
+    out, report = cluster["working_dir"]
     return out, finished(report)
 
 
