@@ -37,6 +37,8 @@ from ray._private import ray_constants
 from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from arena.proc.cgroup import _stopped_state  # every thread stopped (T/t), or gone
+
 DEADLINE_S = 60.0
 
 
@@ -123,17 +125,6 @@ def title_of(pid: str) -> bytes:
         return b""
 
 
-def stopped(pid: str) -> bool:
-    """Whether every thread of ``pid`` has stopped (a SIGSTOP is delivered to each)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        states = [Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                  for tid in tasks]
-    except OSError:
-        return True  # gone
-    return all(state in ("T", "t", "Z", "X") for state in states)
-
-
 def hold_a_game_on(node: Any) -> str | None:
     """A Ray worker of ``node`` stopped (SIGSTOP) in the middle of a game task, or None.
 
@@ -150,9 +141,9 @@ def hold_a_game_on(node: Any) -> str | None:
         except ProcessLookupError:
             continue
         until = time.monotonic() + 5
-        while not stopped(pid) and time.monotonic() < until:
+        while not _stopped_state(int(pid)) and time.monotonic() < until:
             time.sleep(0.005)
-        if stopped(pid) and title_of(pid).startswith(b"ray::_play_task"):
+        if _stopped_state(int(pid)) and title_of(pid).startswith(b"ray::_play_task"):
             return pid
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGCONT)

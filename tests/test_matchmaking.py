@@ -9,10 +9,19 @@ import random
 from collections import Counter
 from statistics import mean
 
+import numpy as np
 import pytest
 
 from arena.league.matchmaking import NEW_GAMES, BotState, choose_tables
-from arena.league.sim import Model, Trajectory, kendall_tau, new_world, run, summarise
+from arena.league.sim import (
+    Model,
+    Trajectory,
+    kendall_tau,
+    new_world,
+    oracle_tables,
+    run,
+    summarise,
+)
 
 
 def field(n: int, *, step: float = 20.0, sigma: float = 40.0, games: int = 40,
@@ -252,10 +261,6 @@ def test_what_the_simulation_compares() -> None:
 
 
 def test_the_oracle_seats_true_neighbours_fewest_games_first_and_is_seeded() -> None:
-    import numpy as np
-
-    from arena.league.sim import oracle_tables
-
     model = Model(bots=40, house=0)
     world = new_world(model, 5)
     place = {int(b): k for k, b in enumerate(np.argsort(world.skills, kind="stable"))}

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import REPO
-from isolation_helpers import with_marker
+from isolation_helpers import wait_until_gone, with_marker
 
 from arena.proc.cgroup import limit_mechanism
 
@@ -53,7 +52,5 @@ def test_the_reaper_lives_as_long_as_its_arena_and_the_exit_leaves_no_open_file(
             arena.communicate()
     assert arena.returncode == 0, err
     assert "ResourceWarning" not in err and "unclosed" not in err, err
-    deadline = time.monotonic() + 10
-    while reapers_of(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert reapers_of(pid) == []  # the arena's exit closed the pipe: the reaper ended
+    # the arena's exit closed the pipe: the reaper ended
+    assert wait_until_gone(lambda: reapers_of(pid), 10) == []

@@ -277,12 +277,13 @@ class Cgroup:
         (:func:`describe_processes`), and the freezer's state where there is one, e.g.
         ``3 processes, threads S x9 R x1; freezer THAWED``."""
         text = describe_processes(self.pids())
-        if self._freezer is not None:
+        if self._freezer is None:
+            return text
+        if self.v2:
             state = "FROZEN" if self._is_frozen() else "THAWED"
-            if not self.v2:  # v1 also says FREEZING
-                state = _read(str(self._freezer)).strip() or state
-            text += f"; freezer {state}"
-        return text
+        else:  # v1's own word, FREEZING included
+            state = _read(str(self._freezer)).strip() or "unreadable"
+        return f"{text}; freezer {state}"
 
     # -- stopping the bot between its calls --------------------------------------------
 
