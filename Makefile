@@ -79,10 +79,12 @@ demo: $(STAMP) $(NODE_BOT) $(BWRAP) $(MKFS_EROFS)
 	$(BIN)/arena publish out/demo --out out/demo-site
 	@echo "The demo's site: open out/demo-site/index.html in a browser, or run: $(BIN)/arena serve out/demo-site"
 
-# The suite runs on one pytest-xdist worker per core, a test file to a worker (its
-# module fixtures, such as a played tournament, are then made once): `make test
-# WORKERS=0` runs it in this process.
-WORKERS ?= auto
+# The suite runs on pytest-xdist workers, a test file to a worker (its module fixtures,
+# such as a played tournament, are then made once), one more worker than cores: a test
+# that waits on a bot's clock or a process's end leaves its core to the extra worker
+# (docs/architecture.md, "The test suite's cost"). `make test WORKERS=0` runs it in this
+# process.
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP) $(MKFS_EROFS)
 	$(BIN)/pytest -n $(WORKERS) --dist loadfile
 
