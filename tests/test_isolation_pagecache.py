@@ -67,16 +67,25 @@ def test_a_sandboxed_bot_reads_no_page_cache_bit(world: World, channel: str) -> 
     assert run.faults() == []
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_control_unsandboxed_processes_remember_deals_in_the_page_cache(world: World) -> None:
     """A fresh process per rotation (the default isolation) out of the sandbox, and
     without the reclaim after each game (which drops an unsandboxed bot's pages too):
-    the later rotations read the earlier ones' bits."""
-    field = trusted(pagecache_field(world, "mincore", data_file(world)))
-    run = run_tournament(world, "pages-control", field, env={"ARENA_NO_RECLAIM": "1"}).check()
-    reports = learned(run, "pagecache")
-    assert sum(r["deal_recognised"] for r in reports) >= 1, reports
-    assert sum(r["cards_right"] for r in reports) > 0, reports
+    the later rotations read the earlier ones' bits. In one of three tournaments, each on
+    a fresh file: the machine's own reclaim (and, on a loaded machine, other tests'
+    processes) may take the marked pages back between two rotations (one full run in
+    CI's settings saw none of three reports recognise the deal)."""
+    tries = []
+    for attempt in range(3):
+        field = trusted(pagecache_field(world, "mincore", data_file(world)))
+        run = run_tournament(world, f"pages-control-{attempt}", field,
+                             env={"ARENA_NO_RECLAIM": "1"}).check()
+        reports = learned(run, "pagecache")
+        tries.append(reports)
+        if (sum(r["deal_recognised"] for r in reports) >= 1
+                and sum(r["cards_right"] for r in reports) > 0):
+            return
+    pytest.fail(f"no later rotation read an earlier one's bits: {tries}")
 
 
 @needs_sandbox
