@@ -81,12 +81,14 @@ demo: $(STAMP) $(NODE_BOT) $(BWRAP) $(MKFS_EROFS)
 
 # The suite runs on pytest-xdist workers, a test file to a worker (its module fixtures,
 # such as a played tournament, are then made once), one more worker than cores: a test
-# that waits on a bot's clock or a process's end leaves its core to the extra worker
+# that waits on a bot's clock or a process's end leaves its core to the extra worker.
+# The files go in the order collected, the longest first (tests/conftest.py: HEAVY_FIRST),
+# which xdist would otherwise replace by the number of tests in each file
 # (docs/architecture.md, "The test suite's cost"). `make test WORKERS=0` runs it in this
 # process.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP) $(MKFS_EROFS)
-	$(BIN)/pytest -n $(WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.
 $(BUF_STAMP): tools/buf/package-lock.json

@@ -72,9 +72,11 @@ HEAVY_FIRST = (
 )
 """The test files that take longest (seconds of test time, most first, measured on a
 2-core machine: 65 to 8 s; test_sample_bots builds the C++ sample on a fresh machine),
-run first: the suite's workers take a file at a time in the order collected, and a long
-file taken last leaves the other workers idle while it runs (longest first is the
-classic remedy). Every other file keeps its place after."""
+run first: the suite's workers take a file at a time in the order collected (with
+pytest-xdist's ``--no-loadscope-reorder``, which ``make test`` passes: by default it
+orders the files by their number of tests), and a long file taken last leaves the other
+workers idle while it runs (longest first is the classic remedy). Every other file keeps
+its place after."""
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
