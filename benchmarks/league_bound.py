@@ -11,8 +11,8 @@ effective resistance ``R_ij`` between i and j, and the expected number of pairs 
 wrong order is ``D(w) = Σ_{i<j} Φ(−|Δ_ij| / √R_ij)``. Kendall's tau is ``1 − 2 D / P``
 for ``P`` pairs, so tau 0.9 is ``D = 0.05 P``.
 
-- **Random tables**: the pairs' comparisons as the simulation's random tables give them
-  (every bot as often, the others at random), drawn afresh for each number of games.
+- **Random tables**: the ranked bots' comparisons as the simulation's random tables give
+  them (:func:`arena.league.sim.random_tables`), drawn afresh for each number of games.
 - **The oracle's best**: the ``w`` with the fewest comparisons for ``D = 0.05 P``, over
   *every* way to spread comparisons over pairs, whatever the tables: a table of S bots
   gives S (S − 1) / 2 pairs a comparison a game, and any schedule of tables is one such
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import sys
 from collections.abc import Callable, Sequence
 from statistics import median
@@ -40,7 +41,7 @@ from statistics import median
 import numpy as np
 import numpy.typing as npt
 
-from arena.league.sim import Model, new_world
+from arena.league.sim import ROUND_SHARE, Model, new_world, random_tables
 from benchmarks.league import LEVELS
 
 Array = npt.NDArray[np.float64]
@@ -143,21 +144,22 @@ def games_needed(loss_at: Callable[[float], float], target: float, low: float,
     return high
 
 
-def random_spread(n: int, seats: int, games: int, rng: np.random.Generator) -> Array:
-    """The comparisons of random tables for ``games`` games: each set seats the bot with
-    the fewest games and the others at random, a comparison a pair and game."""
+def random_spread(model: Model, seed: int, games: int, draw: int) -> Array:
+    """The ranked bots' comparisons after ``games`` games of the simulation's own random
+    tables (:func:`arena.league.sim.random_tables`, in its rounds, house bots seated as
+    it seats them): a comparison a pair and game."""
+    world = new_world(model, seed)
+    rng = random.Random(f"{seed}-{draw}")
+    per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
+    while world.played < games:
+        for table in random_tables(world, per_round, rng):
+            world.play(table)
+    n = model.bots
+    index = {name: i for i, name in enumerate(world.ranked)}
     w = np.zeros((n, n))
-    played = np.zeros(n)
-    for _ in range(max(1, games // seats)):
-        fewest = np.flatnonzero(played == played.min())
-        anchor = int(rng.choice(fewest))
-        others = rng.choice(np.delete(np.arange(n), anchor), seats - 1, replace=False)
-        table = [anchor, *map(int, others)]
-        for a in table:
-            played[a] += seats
-            for b in table:
-                if a != b:
-                    w[a, b] += seats
+    for (a, b), sets in world.met.items():
+        if a in index and b in index:
+            w[index[a], index[b]] = w[index[b], index[a]] = sets * model.seats
     return w
 
 
@@ -170,11 +172,10 @@ def one_field(model: Model, seed: int) -> tuple[float, float, float]:
     pairs = n * (n - 1) / 2
     target = (1.0 - TAU) / 2.0 * pairs
     per_game = model.seats * (model.seats - 1) / 2  # comparisons a game gives
-    rng = np.random.default_rng([seed, 99])
 
     def random_loss(games: float) -> float:
-        return float(np.mean([misordered(random_spread(n, model.seats, int(games), rng),
-                                         gap, info)[0] for _ in range(4)]))
+        return float(np.mean([misordered(random_spread(model, seed, int(games), draw),
+                                         gap, info)[0] for draw in range(4)]))
 
     def uniform_loss(games: float) -> float:
         w = np.full((n, n), games * per_game / pairs)
