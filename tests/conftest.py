@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import pytest
@@ -301,6 +301,25 @@ def children(pid: int) -> list[int]:
 def gone(pid: int) -> bool:
     """True when no process (not even a zombie) has ``pid``."""
     return not os.path.exists(f"/proc/{pid}")
+
+
+T = TypeVar("T")
+
+
+def shown_in_one_of(tries: int, attempt: Callable[[int], T], shows: Callable[[T], bool],
+                    what: str, report: Callable[[T], object] = lambda found: found) -> T:
+    """The first of up to ``tries`` results of ``attempt(k)`` (k = 0, 1, ...) in which
+    ``shows`` sees what it must; otherwise the test fails, naming ``what`` with the
+    ``report`` of every try. For the controls of the attacks: a loaded machine, or its
+    own reclaim, can hide a channel that works in one run, so a control must show it in
+    one of a few, and can still fail."""
+    seen = []
+    for k in range(tries):
+        found = attempt(k)
+        if shows(found):
+            return found
+        seen.append(report(found))
+    pytest.fail(f"{what} never showed in {tries} tries: {seen}", pytrace=False)
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shown_in_one_of
 from isolation_helpers import (
     PY_HEURISTIC,
     World,
@@ -99,16 +100,12 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     the chain): it must show in one of three tournaments."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: bots are not stopped between calls")
-    tries = []
-    for attempt in range(3):
-        run = run_tournament(world, f"chain-control-{attempt}", forkchain_field(world),
-                             move_ms=3000, env={"ARENA_NO_FREEZER": "1"}).check()
-        reports = learned(run, "forkchain")
-        tries.append(reports)
-        if sum(r["stopped_links"] for r in reports) > 0:
-            break
-    else:
-        pytest.fail(f"the chain never ran while stopped under the sweep: {tries}")
+    run = shown_in_one_of(
+        3, lambda k: run_tournament(world, f"chain-control-{k}", forkchain_field(world),
+                                    move_ms=3000, env={"ARENA_NO_FREEZER": "1"}).check(),
+        lambda run: sum(r["stopped_links"] for r in learned(run, "forkchain")) > 0,
+        "the chain running while stopped under the sweep",
+        report=lambda run: learned(run, "forkchain"))
     faults = run.faults()
     assert {bot for bot, _, _ in faults} <= {"chain"}, faults
     assert all(kind == "resource" and "used CPU while stopped" in detail

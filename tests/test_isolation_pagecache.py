@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shown_in_one_of
 from isolation_helpers import (
     PY_HEURISTIC,
     World,
@@ -75,17 +76,14 @@ def test_control_unsandboxed_processes_remember_deals_in_the_page_cache(world: W
     a fresh file: the machine's own reclaim (and, on a loaded machine, other tests'
     processes) may take the marked pages back between two rotations (one full run in
     CI's settings saw none of three reports recognise the deal)."""
-    tries = []
-    for attempt in range(3):
-        field = trusted(pagecache_field(world, "mincore", data_file(world)))
-        run = run_tournament(world, f"pages-control-{attempt}", field,
-                             env={"ARENA_NO_RECLAIM": "1"}).check()
-        reports = learned(run, "pagecache")
-        tries.append(reports)
-        if (sum(r["deal_recognised"] for r in reports) >= 1
-                and sum(r["cards_right"] for r in reports) > 0):
-            return
-    pytest.fail(f"no later rotation read an earlier one's bits: {tries}")
+    shown_in_one_of(
+        3, lambda k: learned(run_tournament(
+            world, f"pages-control-{k}",
+            trusted(pagecache_field(world, "mincore", data_file(world))),
+            env={"ARENA_NO_RECLAIM": "1"}).check(), "pagecache"),
+        lambda reports: (sum(r["deal_recognised"] for r in reports) >= 1
+                         and sum(r["cards_right"] for r in reports) > 0),
+        "a later rotation reading an earlier one's bits")
 
 
 @needs_sandbox
@@ -134,14 +132,13 @@ def test_control_without_reclaim_timing_recognises_the_deal(world: World) -> Non
     # ``view = "system"``: the default view reads the bot's own folder (the data file)
     # into the cache before it starts, which closes this channel on its own
     # (tests/test_view.py); here the reclaim alone is under test.
-    tries = []
-    for attempt in range(3):
+    def attempt(k: int) -> list[dict[str, Any]]:
         field = [{**b, "view": "system"} if b["name"] == "pages" else b
                  for b in pagecache_field(world, "timing", data_file(world))]
-        run = run_tournament(world, f"pages-timing-control-{attempt}", field,
-                             concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check()
-        reports = learned(run, "pagecache")
-        tries.append(reports)
-        if sum(r["deal_recognised"] for r in reports) >= 1:
-            return
-    pytest.fail(f"the timing channel never showed without reclaim: {tries}")
+        return learned(run_tournament(world, f"pages-timing-control-{k}", field,
+                                      concurrency=1, env={"ARENA_NO_RECLAIM": "1"}).check(),
+                       "pagecache")
+
+    shown_in_one_of(3, attempt, lambda reports: sum(r["deal_recognised"]
+                                                    for r in reports) >= 1,
+                    "the timing channel without reclaim")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, shown_in_one_of
 
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
@@ -310,16 +310,12 @@ def test_control_with_the_system_view_the_receiver_reads_the_senders_hands(
     Read timing is noisy on a loaded machine: the channel must show in one of three
     tournaments, each on a fresh file. And with ``--control`` (the sender reads nothing)
     the same receiver reads nothing."""
-    tries = []
-    for attempt in range(3):
-        shared = str(fresh_file(world[0] / f"shared-{attempt}", 24))
-        reports = play(world, f"talk-control-{attempt}", shared, which="system")
-        tries.append(reports["recv"])
-        if sum(r["hands_read"] for r in reports["recv"]) > 0:
-            assert sum(r["cards_right"] for r in reports["recv"]) > 0, reports
-            break
-    else:
-        pytest.fail(f"the timing channel never showed with the system view: {tries}")
+    reports = shown_in_one_of(
+        3, lambda k: play(world, f"talk-control-{k}",
+                          str(fresh_file(world[0] / f"shared-{k}", 24)), which="system"),
+        lambda reports: sum(r["hands_read"] for r in reports["recv"]) > 0,
+        "the timing channel with the system view", report=lambda reports: reports["recv"])
+    assert sum(r["cards_right"] for r in reports["recv"]) > 0, reports
     shared = str(fresh_file(world[0] / "shared-off", 24))
     off = play(world, "talk-control-off", shared, which="system", control=True)
     assert all(r["hands_read"] == 0 for r in off["recv"]), off
@@ -355,15 +351,12 @@ def test_control_with_the_folders_bound_from_the_host_lookups_carry_the_hands(
     """The same bots with ``ARENA_NO_VIEW_IMAGES`` (the folders bound from the host, one
     cache for all): the receiver reads the sender's hands. Lookup timing is noisy on a
     loaded machine: the channel must show in one of three tournaments."""
-    tries = []
-    for attempt in range(3):
-        reports = play(world, f"dentry-control-{attempt}", "usr", which="runtime",
-                       channel="dentry", images=False)
-        tries.append(reports["recv"])
-        if sum(r["hands_read"] for r in reports["recv"]) > 0:
-            assert sum(r["cards_right"] for r in reports["recv"]) > 0, reports
-            return
-    pytest.fail(f"the directory-cache channel never showed with host binds: {tries}")
+    reports = shown_in_one_of(
+        3, lambda k: play(world, f"dentry-control-{k}", "usr", which="runtime",
+                          channel="dentry", images=False),
+        lambda reports: sum(r["hands_read"] for r in reports["recv"]) > 0,
+        "the directory-cache channel with host binds", report=lambda reports: reports["recv"])
+    assert sum(r["cards_right"] for r in reports["recv"]) > 0, reports
 
 
 def test_warm_roots_cover_the_view_and_leave_out_what_is_hidden(tmp_path: Path) -> None:
