@@ -123,14 +123,18 @@ def bot_cmd(script: Path, *args: object) -> str:
     return "cmd:" + shlex.join(["python", str(script), *map(str, args)])
 
 
-def tournament_toml(name: str, game: str, seats: int, seed: int, deals: int,
+def tournament_toml(name: str, game: str, seats: int, seed: int | None, deals: int,
                     bots: Sequence[tuple[str, str]], *, concurrency: int = 2,
-                    move_ms: int | None = None, options: dict[str, Any] | None = None) -> str:
+                    move_ms: int | None = None, options: dict[str, Any] | None = None,
+                    isolation: str | None = None) -> str:
     """A round-robin tournament file's text: ``bots`` as (name, spec) pairs, every string
-    quoted (JSON escapes are TOML's). One line a setting, so a test may change one by
-    replacing its line."""
+    quoted (JSON escapes are TOML's); no ``seed`` line for None (the arena draws one), no
+    ``isolation`` line (the default) for None. One line a setting, so a test may change
+    one by replacing its line."""
     lines = [f"name = {json.dumps(name)}", f"game = {json.dumps(game)}", f"seats = {seats}",
-             f"seed = {seed}", f"concurrency = {concurrency}"]
+             *([f"seed = {seed}"] if seed is not None else []),
+             *([f"isolation = {json.dumps(isolation)}"] if isolation is not None else []),
+             f"concurrency = {concurrency}"]
     if options:
         lines += ["", "[options]", *(f"{key} = {json.dumps(value)}"
                                      for key, value in options.items())]

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +29,30 @@ from conftest import (
     tournament_toml,
 )
 
-TOURNAMENT = tournament_toml("resume-test", "trumps", 4, 424242, 10, [
-    ("py-heuristic", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")),
-    ("py-random", bot_cmd(REPO / "sample_bots/python/random_bot.py")),
-    ("heuristic", "heuristic"), ("random", "random")],
-    concurrency=3, move_ms=2000, options={"draw": False})
+FIELD = [("py-heuristic", bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")),
+         ("py-random", bot_cmd(REPO / "sample_bots/python/random_bot.py")),
+         ("heuristic", "heuristic"), ("random", "random")]
 """Bot commands are absolute: a tournament file's relative paths are taken from its own
-folder (these files are written to a temporary one). Four bots at one table, ten deals:
-under "deal" isolation a process plays each deal once, so a bot needs a process per
-game of one deal: 4 here, where five bots at five tables and 2 deals needed 16 (a
-sandboxed Python bot's start is the dearest thing these tests do)."""
+folder (these files are written to a temporary one)."""
+NAMES = {name for name, _ in FIELD}
+
+
+def tournament(deals: int = 10, extra: Sequence[tuple[str, str]] = (), *,
+               seed: int | None = 424242, isolation: str | None = None,
+               announce: bool = False) -> str:
+    """Trumps for four: the field at one table over ``deals`` deals, or with ``extra``
+    bots at one table each of their own (five bots: five tables)."""
+    options: dict[str, Any] = {"draw": False, **({"announce": True} if announce else {})}
+    return tournament_toml("resume-test", "trumps", 4, seed, deals, [*FIELD, *extra],
+                           concurrency=3, move_ms=2000, options=options, isolation=isolation)
+
+
+TOURNAMENT = tournament()
+"""Four bots at one table, ten deals: under "deal" isolation a process plays each deal
+once, so a bot needs a process per game of one deal: 4 here, where five bots at five
+tables and 2 deals needed 16 (a sandboxed Python bot's start is the dearest thing these
+tests do)."""
 TOTAL = 1 * 10 * 4  # tables x deals x rotations
-NAMES = {"py-heuristic", "py-random", "heuristic", "random"}
-
-
-def with_bot(text: str, name: str, spec: str) -> str:
-    """``text`` with one more bot, and one deal: five bots at five tables."""
-    return (text.replace("deals = 10", "deals = 1")
-            + f'\n[[bots]]\nname = "{name}"\nspec = {json.dumps(spec)}\n')
 
 
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-t-"))
@@ -286,7 +292,7 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tournament_file: Path,
 def test_a_changed_file_is_refused_unless_fresh(tournament_file: Path, uninterrupted: Path,
                                                 tmp_path: Path) -> None:
     changed = tmp_path / "changed.toml"
-    changed.write_text(TOURNAMENT.replace("deals = 10", "deals = 11"))
+    changed.write_text(tournament(11))
     refused = arena("tournament", str(changed), "--out", str(uninterrupted))
     assert refused.returncode == 2
     assert "has changed since the tournament" in refused.stderr
@@ -295,15 +301,11 @@ def test_a_changed_file_is_refused_unless_fresh(tournament_file: Path, uninterru
 
 def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path: Path) -> None:
     illegal = bot_cmd(REPO / "tests/bots/illegal.py")
-    text = with_bot(TOURNAMENT, "illegal", illegal).replace(
-        "draw = false", "draw = false\nannounce = true")
     # one process per bot for all games: this test is about faults, and "deal" isolation
     # would start three processes a game (tests/test_crash_reports.py has the faults of
     # bots under the default)
-    text = text.replace("seed = 424242\n", 'seed = 424242\nisolation = "shared"\n')
-    assert 'isolation = "shared"' in text
     path = tmp_path / "faulty.toml"
-    path.write_text(text)
+    path.write_text(tournament(1, [("illegal", illegal)], isolation="shared", announce=True))
     done = arena("tournament", str(path), "--out", str(tmp_path / "out"), "--resamples", "100")
     assert done.returncode == 0, done.stderr
     board = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
@@ -320,8 +322,8 @@ def test_a_misbehaving_bot_finishes_with_its_faults_in_the_leaderboard(tmp_path:
 
 # one process per bot for all games ("shared"): this test is about the seed, and with
 # one deal "deal" isolation would start a process per bot per game
-SEEDLESS = with_bot(TOURNAMENT.replace("seed = 424242\n", 'isolation = "shared"\n'),
-                    "sleepy", bot_cmd(REPO / "tests/bots/sleepy.py", "--sleep-ms", 15))
+SLEEPY = ("sleepy", bot_cmd(REPO / "tests/bots/sleepy.py", "--sleep-ms", 15))
+SEEDLESS = tournament(1, [SLEEPY], seed=None, isolation="shared")
 SEEDLESS_TOTAL = 5 * 1 * 4
 
 
@@ -399,7 +401,7 @@ def test_a_seedless_tournament_killed_and_resumed_keeps_its_drawn_seed(tmp_path:
     assert {i: s for i, (s, _) in before.items()} == {i: after[i][0] for i in before}
     assert {status for _, status in after.values()} == {"done"}
     seeded = tmp_path / "seeded.toml"
-    seeded.write_text(SEEDLESS.replace('seats = 4\n', f'seats = 4\nseed = {seed}\n'))
+    seeded.write_text(tournament(1, [SLEEPY], seed=int(seed), isolation="shared"))
     straight = tmp_path / "straight"
     done_straight = arena("tournament", str(seeded), "--out", str(straight),
                           "--resamples", "200")
