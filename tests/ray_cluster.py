@@ -37,7 +37,7 @@ from ray._private import ray_constants
 from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from arena.proc.cgroup import _stopped_state  # every thread stopped (T/t), or gone
+from arena.proc.cgroup import threads_stopped
 
 DEADLINE_S = 60.0
 
@@ -141,9 +141,9 @@ def hold_a_game_on(node: Any) -> str | None:
         except ProcessLookupError:
             continue
         until = time.monotonic() + 5
-        while not _stopped_state(int(pid)) and time.monotonic() < until:
+        while not threads_stopped(int(pid)) and time.monotonic() < until:
             time.sleep(0.005)
-        if _stopped_state(int(pid)) and title_of(pid).startswith(b"ray::_play_task"):
+        if threads_stopped(int(pid)) and title_of(pid).startswith(b"ray::_play_task"):
             return pid
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGCONT)

@@ -426,7 +426,7 @@ class Cgroup:
             for pid in fresh:
                 _signal(pid, signal.SIGSTOP)
             stopped += fresh
-            if not fresh and all(_stopped_state(pid) for pid in listed):
+            if not fresh and all(threads_stopped(pid) for pid in listed):
                 done = True
                 break
             if time.monotonic() > deadline:
@@ -710,7 +710,7 @@ def _thread_states(pid: int) -> list[str]:
     return states
 
 
-def _stopped_state(pid: int) -> bool:
+def threads_stopped(pid: int) -> bool:
     """Whether every thread of the process is stopped (``T``/``t``), or gone."""
     return all(state in ("T", "t", "Z", "X") for state in _thread_states(pid))
 
