@@ -463,6 +463,10 @@ class League:
             return
         path, request = self.closing
         async with self._decide_lock:
+            # a set being decided when the close came is stored before it is open here:
+            # look again once the decision is whole, or the store refuses the close
+            if self.open_sets or self.queue:
+                return
             answer = await self.writer.call(lambda s: close_season(s, str(request["id"])))
             if answer.ok:
                 self.on_event(answer.message)
