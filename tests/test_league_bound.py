@@ -1,18 +1,20 @@
-"""The bound on what any matchmaking could gain (``benchmarks/league_bound.py``;
-``docs/league.md``, "How far any scheduler could go"), checked on small fields: the
-expected misordered pairs of a network known in closed form, their gradient against
-finite differences, and the certified minimum against spreads drawn at random."""
+"""The oracle's best spread (``benchmarks/league_bound.py``; ``docs/league.md``, "The
+oracle's best spread, planned and played"), checked on small fields: the expected
+misordered pairs of a network known in closed form, their gradient against finite
+differences, the certified minimum against spreads drawn at random, and the tables that
+play a spread in the simulation."""
 
 from __future__ import annotations
 
 import math
+import random
 from statistics import NormalDist
 
 import numpy as np
 import pytest
 
-from arena.league.sim import Model
-from benchmarks.league_bound import best_spread, games_needed, misordered, pair_terms
+from arena.league.sim import Model, World, new_world, random_tables, run
+from benchmarks.league_bound import best_spread, games_needed, misordered, pair_terms, plan_tables
 
 WIZARD = Model(bots=8, luck_sd=0.23, noise_sd=0.74)
 
@@ -95,3 +97,46 @@ def test_more_comparisons_leave_fewer_pairs_in_doubt() -> None:
 def test_games_needed_finds_where_the_doubt_falls_to_the_target() -> None:
     assert games_needed(lambda games: 1000.0 / games, 10.0, 1.0, 50.0) == pytest.approx(
         100.0, rel=0.01)
+
+
+def comparisons_of(world: World) -> np.ndarray:
+    """The ranked bots' comparisons so far: a comparison a pair and game."""
+    index = {name: i for i, name in enumerate(world.ranked)}
+    n = len(index)
+    w = np.zeros((n, n))
+    for (a, b), sets in world.met.items():
+        if a in index and b in index:
+            w[index[a], index[b]] = w[index[b], index[a]] = sets * world.model.seats
+    return w
+
+
+def test_the_plans_tables_play_the_plan_and_no_house_bot() -> None:
+    # the oracle's best spread for a small field, played by plan_tables: its comparisons
+    # come out near the plan's, far nearer than random tables' do (the control)
+    model = Model(bots=12, luck_sd=0.23, noise_sd=0.74)
+    gap, info = pair_terms(model, new_world(model, 3).skills[: model.bots])
+    _, _, plan = best_spread(120 * 6, gap, info)
+    distance = {}
+    for name, schedule in (("plan", plan_tables(plan, 120)), ("random", random_tables)):
+        world = new_world(model, 3)
+        rng = random.Random(0)
+        while world.played < 120:
+            for table in schedule(world, 1, rng):
+                world.play(table)
+        if name == "plan":
+            assert not world.games[model.bots:].any(), "a house bot was seated"
+        distance[name] = float(np.abs(comparisons_of(world) - plan).sum() / plan.sum())
+    assert distance["plan"] < 0.5 * distance["random"], distance
+
+
+def test_the_simulation_runs_a_scheduler_of_the_callers() -> None:
+    model = Model(bots=12, luck_sd=0.23, noise_sd=0.74)
+    seen = []
+
+    def first_bots(world: World, count: int, rng: random.Random) -> list[list[int]]:
+        seen.append(world.played)
+        return [list(range(model.seats))] * count
+
+    trajectory = run(model, first_bots, 0, 40)
+    assert seen and seen[0] == 0 and trajectory.games[-1] >= 40
+    assert trajectory.games == [g + model.seats for g in seen]

@@ -295,17 +295,20 @@ def set_totals(games: Sequence[GameScores]) -> GameScores:
     return GameScores(games[0].unit, tuple(totals), tuple(totals.values()))
 
 
-def run(model: Model, scheduler: str, seed: int, max_games: int,
+def run(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
         options: Mapping[str, float] | None = None, window: int = ORACLE_WINDOW
         ) -> Trajectory:
-    """Play one league with ``scheduler`` for ``max_games`` games (whole rounds: a little
-    more); ``options`` go to the matchmaking (:func:`matchmaking_tables`), ``window`` to
-    the oracle (:func:`oracle_tables`). Every run plays
-    to the same horizon: stopping a run once it looks right would count its lucky rounds
-    as right for good."""
+    """Play one league with ``scheduler`` (a name of :data:`SCHEDULERS` or
+    :data:`YARDSTICKS`, or a :data:`Scheduler` of the caller's, such as a benchmark's
+    yardstick) for ``max_games`` games (whole rounds: a little more); ``options`` go to
+    the matchmaking (:func:`matchmaking_tables`), ``window`` to the oracle
+    (:func:`oracle_tables`). Every run plays to the same horizon: stopping a run once it
+    looks right would count its lucky rounds as right for good."""
     estimator = model.estimator
     world = new_world(model, seed)
-    rng = random.Random(seed * 7919 + (*SCHEDULERS, *YARDSTICKS).index(scheduler))
+    names = (*SCHEDULERS, *YARDSTICKS)
+    rng = random.Random(seed * 7919 + (names.index(scheduler) if isinstance(scheduler, str)
+                                       else len(names)))
     per_round = max(1, len(world.names) // (ROUND_SHARE * model.seats))
     source: list[list[int]] = []
     if scheduler == "balanced":
@@ -319,7 +322,9 @@ def run(model: Model, scheduler: str, seed: int, max_games: int,
     taus: list[float] = []
     tops: list[bool] = []
     while world.played < max_games:
-        if scheduler == "matchmaking":
+        if not isinstance(scheduler, str):
+            tables = scheduler(world, per_round, rng)
+        elif scheduler == "matchmaking":
             kwargs = dict(options or {})
             if estimator == "sets":
                 kwargs.setdefault("per_pair", 1.0)
