@@ -30,7 +30,7 @@ output = "out"
 [options]
 draw = false
 [time]
-move_ms = 300
+move_ms = 2000
 [[house]]
 name = "heuristic"
 spec = "heuristic"
@@ -41,7 +41,10 @@ spec = "random"
 rating = 1400
 """
 """Trumps without the draw at 3 seats: short games; the two house bots fill a table with
-the first submitted bot."""
+the first submitted bot. A move may take 2 s: the bots submitted think 30 ms, and the
+limit is the referee's wall-clock rule, which a check (on the league's time limit) must
+not fail because the machine is busy with other tests (it did, at 300 ms: a concurrent
+submission's check answered "failed checks")."""
 PACED_BOT = REPO / "tests" / "bots" / "paced_random.py"
 """What the leagues of the tests are submitted by default: the random sample, 30 ms a
 decision (a league plays as long as its tests run; at full speed it would start the

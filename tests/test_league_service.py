@@ -283,7 +283,8 @@ def test_concurrent_submissions_from_several_clients(league: League, tmp_path: P
     for t in threads:
         t.join(300)
     assert not errors, errors
-    assert {n: verdict(results[n]) for n in names} == {n: ACCEPTED for n in names}
+    assert {n: verdict(results[n]) for n in names} == {n: ACCEPTED for n in names}, \
+        {n: why(results[n]) for n in names}
     waited = sum(1 for n in names for s in results[n] if s.text == "waiting for a free check slot")
     assert waited >= 1  # one check at a time: the others waited their turn
     with league.client(tokens["judy"]) as client:
