@@ -34,10 +34,12 @@ current errors, does as well or better. So the approximation bounds nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import random
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
@@ -67,9 +69,9 @@ def _normal_cdf(x: Array) -> Array:
     return np.asarray(0.5 * np.vectorize(math.erfc)(-x / math.sqrt(2.0)), dtype=np.float64)
 
 
-def misordered(w: Array, gap: Array, info: Array) -> tuple[float, Array]:
-    """``D(w)``, the expected misordered pairs, and its gradient in ``w`` (n × n,
-    symmetric, zero diagonal)."""
+def _resistances(w: Array, info: Array) -> tuple[Array, Array]:
+    """The pseudo-inverse of the comparisons' Laplacian, and the effective resistance
+    between every two bots (1 on the diagonal)."""
     n = len(w)
     conductance = w * info
     laplacian = np.diag(conductance.sum(axis=1)) - conductance
@@ -78,6 +80,20 @@ def misordered(w: Array, gap: Array, info: Array) -> tuple[float, Array]:
     d = np.diag(m)
     r = d[:, None] + d[None, :] - 2.0 * m
     np.fill_diagonal(r, 1.0)
+    return m, r
+
+
+def pair_misorders(w: Array, gap: Array, info: Array) -> Array:
+    """Each pair's chance of being misordered, Φ(−|Δ_ij| / √R_ij) (n × n)."""
+    _, r = _resistances(w, info)
+    return _normal_cdf(-gap / np.sqrt(r))
+
+
+def misordered(w: Array, gap: Array, info: Array) -> tuple[float, Array]:
+    """``D(w)``, the expected misordered pairs, and its gradient in ``w`` (n × n,
+    symmetric, zero diagonal)."""
+    n = len(w)
+    m, r = _resistances(w, info)
     s = 1.0 / r
     x = gap * np.sqrt(s)
     iu = np.triu_indices(n, 1)
@@ -148,6 +164,17 @@ def games_needed(loss_at: Callable[[float], float], target: float, low: float,
     return high
 
 
+def comparisons_played(world: World) -> Array:
+    """The ranked bots' comparisons in ``world`` so far: a comparison a pair and game."""
+    index = {name: i for i, name in enumerate(world.ranked)}
+    n = len(index)
+    w = np.zeros((n, n))
+    for (a, b), sets in world.met.items():
+        if a in index and b in index:
+            w[index[a], index[b]] = w[index[b], index[a]] = sets * world.model.seats
+    return w
+
+
 def random_spread(model: Model, seed: int, games: int, draw: int) -> Array:
     """The ranked bots' comparisons after ``games`` games of the simulation's own random
     tables (:func:`arena.league.sim.random_tables`, in its rounds, house bots seated as
@@ -158,13 +185,7 @@ def random_spread(model: Model, seed: int, games: int, draw: int) -> Array:
     while world.played < games:
         for table in random_tables(world, per_round, rng):
             world.play(table)
-    n = model.bots
-    index = {name: i for i, name in enumerate(world.ranked)}
-    w = np.zeros((n, n))
-    for (a, b), sets in world.met.items():
-        if a in index and b in index:
-            w[index[a], index[b]] = w[index[b], index[a]] = sets * model.seats
-    return w
+    return comparisons_played(world)
 
 
 def uniform_games(model: Model, gap: Array, info: Array) -> float:
@@ -273,14 +294,35 @@ def told_the_truth(top_weight: float) -> sim.Scheduler:
     return tables
 
 
-def played(model: Model, seed: int, horizon: int) -> tuple[float, ...]:
+GAP_BANDS = (0.0, 0.1, 0.2, 0.4, 0.8, math.inf)
+"""The bands of true gap (natural-log units) in which misordered pairs are counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """One field, played: see :func:`played`."""
+
+    games: dict[str, float]
+    """Games to tau 0.9 by scheduler (``inf``: not within the horizon)."""
+    tau_expected: dict[str, float]
+    """At the games the best spread was planned for, the tau the approximation expects
+    of the comparisons played (``best`` and ``random``)."""
+    tau_played: dict[str, float]
+    """The simulation's tau there."""
+    bands_expected: dict[str, Array]
+    """Misordered pairs there by band of true gap (:data:`GAP_BANDS`), as expected..."""
+    bands_played: dict[str, Array]
+    """... and as the simulation's ratings have them."""
+
+
+def played(model: Model, seed: int, horizon: int) -> Played:
     """The oracle's best spread *played* in the simulation, for one field: the games to
-    tau 0.9 (first reached, as the simulation counts) of random tables, of the tables that
-    play the best spread for the model's 5% (:func:`plan_tables`), of the matchmaking
-    (``top_weight = 0``) and of the matchmaking told the true skills
-    (:func:`told_the_truth`); then, at the games that spread was planned for, the tau the
-    model expects of it and of random tables, and the tau the simulation gave each
-    (``inf``: not within ``horizon`` games)."""
+    tau 0.9 (first reached, as the simulation counts) of random tables (``random``), of
+    the tables that play the best spread for the approximation's 5% (``best``,
+    :func:`plan_tables`), of the matchmaking (``matchmaking``, ``top_weight = 0``) and
+    of the matchmaking told the true skills (``told``, :func:`told_the_truth`); and, for
+    ``best`` and ``random`` at the games that spread was planned for, what the
+    approximation expects of the comparisons played against what the simulation gave."""
     skills = new_world(model, seed).skills[: model.bots]
     gap, info = pair_terms(model, skills)
     n = model.bots
@@ -298,23 +340,33 @@ def played(model: Model, seed: int, horizon: int) -> tuple[float, ...]:
     uniform = uniform_games(model, gap, info)
     best = games_needed(best_loss, target, 0.2 * uniform, uniform)
     plan = spreads[best]
-
-    def first(scheduler: str | sim.Scheduler, options: dict[str, float] | None = None
-              ) -> tuple[float, float]:
-        run = sim.run(model, scheduler, seed, horizon, options)
-        reached = run.games_to_tau(TAU)
-        at = next((t for g, t in zip(run.games, run.tau, strict=True) if g >= best),
-                  math.nan)
-        return (math.inf if reached is None else float(reached)), at
-
-    rnd, rnd_tau = first("random")
-    planned, plan_tau = first(plan_tables(plan, best))
-    matched, _ = first("matchmaking", {"top_weight": 0.0})
-    truthful, _ = first(told_the_truth(0.0))
-    rnd_model = float(np.mean([misordered(random_spread(model, seed, int(best), draw), gap,
-                                          info)[0] for draw in range(4)]))
-    return (rnd, planned, matched, truthful, 1.0 - 2.0 * target / pairs,
-            1.0 - 2.0 * rnd_model / pairs, plan_tau, rnd_tau)
+    iu = np.triu_indices(n, 1)
+    band = np.digitize(gap[iu], GAP_BANDS[1:-1])
+    out = Played({}, {}, {}, {}, {})
+    schedulers: dict[str, tuple[str | sim.Scheduler, dict[str, float] | None]] = {
+        "random": ("random", None), "best": (plan_tables(plan, best), None),
+        "matchmaking": ("matchmaking", {"top_weight": 0.0}),
+        "told": (told_the_truth(0.0), None)}
+    for name, (scheduler, options) in schedulers.items():
+        reached = math.inf
+        for world in sim.rounds(model, scheduler, seed, horizon, options):
+            elo = world.live.elo_array(world.ranked)
+            if math.isinf(reached) and sim.kendall_tau(elo, skills) >= TAU:
+                reached = float(world.played)
+            if name in ("random", "best") and name not in out.tau_played \
+                    and world.played >= best:
+                chances = pair_misorders(comparisons_played(world), gap, info)[iu]
+                wrong = (np.sign(elo[:, None] - elo[None, :])
+                         != np.sign(skills[:, None] - skills[None, :]))[iu]
+                out.tau_expected[name] = 1.0 - 2.0 * float(chances.sum()) / pairs
+                out.tau_played[name] = sim.kendall_tau(elo, skills)
+                bands = len(GAP_BANDS) - 1
+                out.bands_expected[name] = np.asarray(np.bincount(band, chances, bands),
+                                                      dtype=np.float64)
+                out.bands_played[name] = np.asarray(np.bincount(band, wrong, bands),
+                                                    dtype=np.float64)
+        out.games[name] = reached
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -356,24 +408,41 @@ def play(args: argparse.Namespace) -> int:
     print(f"{args.bots} bots, 4 seats, ratings compare {args.estimator}; games to Kendall's "
           f"tau >= {TAU} in the simulation (median of {args.runs} fields, seeds 0-"
           f"{args.runs - 1}, {horizon:,} games each), and at the games the best spread was "
-          "planned for, tau as the model expects it and as the simulation gave it (mean):")
+          "planned for, the tau the approximation expects of the comparisons played and the "
+          "tau the simulation gave (means):")
     print("| level | random tables | the oracle's best, played | matchmaking (top_weight 0) "
           "| matchmaking told the true skills | random / played | random / matchmaking "
           "| random / told | tau expected: best, random "
           "| tau in the simulation: best played, random |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    bands: list[str] = []
     for level in args.level:
         luck, noise = LEVELS[level]
         model = Model(bots=args.bots, luck_sd=luck, noise_sd=noise,
                       estimator=args.estimator)
         found = [played(model, seed, horizon) for seed in range(args.runs)]
-        rnd, plan, mm, told = (median(f[k] for f in found) for k in range(4))
-        expected = [float(np.mean([f[k] for f in found])) for k in (4, 5)]
-        observed = [float(np.nanmean([f[k] for f in found])) for k in (6, 7)]
+        rnd, plan, mm, told = (median(f.games[k] for f in found)
+                               for k in ("random", "best", "matchmaking", "told"))
+        expected = [float(np.mean([f.tau_expected[k] for f in found]))
+                    for k in ("best", "random")]
+        observed = [float(np.mean([f.tau_played[k] for f in found]))
+                    for k in ("best", "random")]
         print(f"| {level} | {rnd:,.0f} | {plan:,.0f} | {mm:,.0f} | {told:,.0f} "
               f"| {rnd / plan:.2f}x | {rnd / mm:.2f}x | {rnd / told:.2f}x "
               f"| {expected[0]:.3f}, {expected[1]:.3f} "
               f"| {observed[0]:.3f}, {observed[1]:.3f} |", flush=True)
+        for k in ("best", "random"):
+            want = np.mean([f.bands_expected[k] for f in found], axis=0)
+            got = np.mean([f.bands_played[k] for f in found], axis=0)
+            bands.append(f"| {level} | {k} | " + " | ".join(
+                f"{g:.1f} / {e:.1f}" for g, e in zip(got, want, strict=True)) + " |")
+    edges = [f"{lo:g}-{hi:g}" if math.isfinite(hi) else f"over {lo:g}"
+             for lo, hi in itertools.pairwise(GAP_BANDS)]
+    print("\nAt the same games, misordered pairs a field by band of true gap (natural-log "
+          "units): in the simulation / as the approximation expects (means):")
+    print("| level | tables | " + " | ".join(edges) + " |")
+    print("|---|---|" + "---:|" * len(edges))
+    print("\n".join(bands))
     return 0
 
 

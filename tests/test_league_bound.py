@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 
 from arena.league.sim import Model, World, new_world, random_tables, run
-from benchmarks.league_bound import best_spread, games_needed, misordered, pair_terms, plan_tables
+from benchmarks.league_bound import (
+    best_spread,
+    comparisons_played,
+    games_needed,
+    misordered,
+    pair_misorders,
+    pair_terms,
+    plan_tables,
+)
 
 WIZARD = Model(bots=8, luck_sd=0.23, noise_sd=0.74)
 
@@ -99,17 +107,6 @@ def test_games_needed_finds_where_the_doubt_falls_to_the_target() -> None:
         100.0, rel=0.01)
 
 
-def comparisons_of(world: World) -> np.ndarray:
-    """The ranked bots' comparisons so far: a comparison a pair and game."""
-    index = {name: i for i, name in enumerate(world.ranked)}
-    n = len(index)
-    w = np.zeros((n, n))
-    for (a, b), sets in world.met.items():
-        if a in index and b in index:
-            w[index[a], index[b]] = w[index[b], index[a]] = sets * world.model.seats
-    return w
-
-
 def test_the_plans_tables_play_the_plan_and_no_house_bot() -> None:
     # the oracle's best spread for a small field, played by plan_tables: its comparisons
     # come out near the plan's, far nearer than random tables' do (the control)
@@ -125,7 +122,7 @@ def test_the_plans_tables_play_the_plan_and_no_house_bot() -> None:
                 world.play(table)
         if name == "plan":
             assert not world.games[model.bots:].any(), "a house bot was seated"
-        distance[name] = float(np.abs(comparisons_of(world) - plan).sum() / plan.sum())
+        distance[name] = float(np.abs(comparisons_played(world) - plan).sum() / plan.sum())
     assert distance["plan"] < 0.5 * distance["random"], distance
 
 
@@ -140,3 +137,12 @@ def test_the_simulation_runs_a_scheduler_of_the_callers() -> None:
     trajectory = run(model, first_bots, 0, 40)
     assert seen and seen[0] == 0 and trajectory.games[-1] >= 40
     assert trajectory.games == [g + model.seats for g in seen]
+
+
+def test_the_pairs_chances_add_up_to_the_expected_misorderings() -> None:
+    gap, info = small_field(4)
+    n = len(gap)
+    w = spread_of(np.random.default_rng(9).uniform(1.0, 20.0, n * (n - 1) // 2), n)
+    chances = pair_misorders(w, gap, info)
+    assert chances[np.triu_indices(n, 1)].sum() == pytest.approx(misordered(w, gap, info)[0])
+    assert np.allclose(chances, chances.T)

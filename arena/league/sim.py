@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -295,15 +295,11 @@ def set_totals(games: Sequence[GameScores]) -> GameScores:
     return GameScores(games[0].unit, tuple(totals), tuple(totals.values()))
 
 
-def run(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
-        options: Mapping[str, float] | None = None, window: int = ORACLE_WINDOW
-        ) -> Trajectory:
-    """Play one league with ``scheduler`` (a name of :data:`SCHEDULERS` or
-    :data:`YARDSTICKS`, or a :data:`Scheduler` of the caller's, such as a benchmark's
-    yardstick) for ``max_games`` games (whole rounds: a little more); ``options`` go to
-    the matchmaking (:func:`matchmaking_tables`), ``window`` to the oracle
-    (:func:`oracle_tables`). Every run plays to the same horizon: stopping a run once it
-    looks right would count its lucky rounds as right for good."""
+def rounds(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
+           options: Mapping[str, float] | None = None, window: int = ORACLE_WINDOW
+           ) -> Iterator[World]:
+    """The league of :func:`run`, round by round: the world after each round's games are
+    recorded and the ratings stepped (the same world each time, changed in place)."""
     estimator = model.estimator
     world = new_world(model, seed)
     names = (*SCHEDULERS, *YARDSTICKS)
@@ -316,11 +312,6 @@ def run(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
         needed = -(-max_games // model.seats) + per_round
         source = [[int(relabel[b]) for b in t]
                   for t in balanced_source(world.names, model.seats, needed)]
-    truth = world.skills[: model.bots]
-    top = set(np.argsort(-truth)[:3].tolist())
-    games: list[int] = []
-    taus: list[float] = []
-    tops: list[bool] = []
     while world.played < max_games:
         if not isinstance(scheduler, str):
             tables = scheduler(world, per_round, rng)
@@ -344,6 +335,27 @@ def run(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
                 for game in played:
                     world.live.record(game, update=False)
         world.live.step()
+        yield world
+
+
+def run(model: Model, scheduler: str | Scheduler, seed: int, max_games: int,
+        options: Mapping[str, float] | None = None, window: int = ORACLE_WINDOW
+        ) -> Trajectory:
+    """Play one league with ``scheduler`` (a name of :data:`SCHEDULERS` or
+    :data:`YARDSTICKS`, or a :data:`Scheduler` of the caller's, such as a benchmark's
+    yardstick) for ``max_games`` games (whole rounds: a little more); ``options`` go to
+    the matchmaking (:func:`matchmaking_tables`), ``window`` to the oracle
+    (:func:`oracle_tables`). Every run plays to the same horizon: stopping a run once it
+    looks right would count its lucky rounds as right for good."""
+    games: list[int] = []
+    taus: list[float] = []
+    tops: list[bool] = []
+    truth: Array | None = None
+    top: set[int] = set()
+    for world in rounds(model, scheduler, seed, max_games, options, window):
+        if truth is None:
+            truth = world.skills[: model.bots]
+            top = set(np.argsort(-truth)[:3].tolist())
         elo = world.live.elo_array(world.ranked)
         games.append(world.played)
         taus.append(kendall_tau(elo, truth))
