@@ -84,8 +84,10 @@ def _resistances(w: Array, info: Array) -> tuple[Array, Array]:
 
 
 def pair_misorders(w: Array, gap: Array, info: Array) -> Array:
-    """Each pair's chance of being misordered, Φ(−|Δ_ij| / √R_ij) (n × n)."""
-    _, r = _resistances(w, info)
+    """Each pair's chance of being misordered, Φ(−|Δ_ij| / √R_ij) (n × n). A played
+    spread may leave a bot without comparisons yet: a millionth of a comparison between
+    every two bots keeps the network connected, so such a pair's chance is about 1/2."""
+    _, r = _resistances(w + 1e-6, info)
     return _normal_cdf(-gap / np.sqrt(r))
 
 
