@@ -629,3 +629,26 @@ def test_the_referee_keeps_a_persons_own_clock() -> None:
     assert report.faults[0]["detail"] == "no answer within 550 ms"
     with pytest.raises(Abandon, match="the person left"):
         _referee_game(_Person(None, 0, leave=True))
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_sent_the_moment_the_game_is_over_is_a_clean_stop(
+        arena_sandbox: Sandbox, stop: signal.Signals) -> None:
+    """The line that says the game is over invites Ctrl-C: one sent the moment it is read
+    stops the command cleanly (exit 0, "stopped"), however soon. (Before, the wait for it
+    began after the line, and a Ctrl-C that came first was an interruption: exit 130.)"""
+    proc, _ = _start_web(arena_sandbox, "--bots", "human,heuristic,random",
+                         "--human-ms", "50", "--quiet")
+    try:
+        deadline = time.monotonic() + 60
+        while (line := read_line(proc, deadline)) and "the game is over" not in line:
+            pass
+        assert line, "the game did not end"
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert out.strip().endswith("stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)

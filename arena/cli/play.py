@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +108,16 @@ def cmd_play(args: argparse.Namespace) -> int:
         from arena.human.web import replay_page
 
         web.table.finish(record, replay_page(record), str(args.record) if args.record else None)
-        print(f"the game is over: the result and its replay are at {web.url} "
-              f"(Ctrl-C to stop)", flush=True)
         try:
-            trio.run(_until_stopped)
+            # Ctrl-C (or SIGTERM) is awaited from before the line that invites it: one that
+            # came between the line and the wait would otherwise end the command as an
+            # interruption (exit 130) with the game over and its record written
+            with sigterm_as_ctrl_c():
+                print(f"the game is over: the result and its replay are at {web.url} "
+                      f"(Ctrl-C to stop)", flush=True)
+                _until_stopped()
+        except KeyboardInterrupt:
+            pass
         finally:
             web.close()
         print("stopped", flush=True)
@@ -154,11 +160,13 @@ def _human_seat(args: argparse.Namespace, game: Game, seat: int) -> tuple[SeatSp
     return SeatSpec(HUMAN, BotSpec(HUMAN, HUMAN), WebPlayer(table, HUMAN, args.human_ms)), web
 
 
-async def _until_stopped() -> None:
-    """Wait for Ctrl-C (SIGINT) or SIGTERM."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            return
+def _until_stopped() -> None:
+    """Wait for Ctrl-C: the KeyboardInterrupt that SIGINT (or, under
+    :func:`sigterm_as_ctrl_c`, SIGTERM) raises here. In short sleeps, not
+    ``signal.pause()``: a signal the kernel hands to the web server's thread does not
+    wake the main thread, whose handler then runs at its next bytecode."""
+    while True:
+        time.sleep(0.1)
 
 
 async def _play(game: Game, seats: list[SeatSpec], clock: TimeControl, log_dir: Path,
