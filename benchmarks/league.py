@@ -95,7 +95,7 @@ def _show(value: float | None, horizon: int) -> str:
 def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: float = 1.0,
              options: dict[str, float] | None = None,
              schedulers: tuple[str, ...] = SCHEDULERS, estimator: str = "games",
-             window: int = sim.ORACLE_WINDOW) -> dict[str, Any]:
+             window: int = sim.ORACLE_WINDOW, first_seed: int = 0) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for size in sizes:
         model = Model(bots=size.bots, luck_sd=luck, noise_sd=noise, estimator=estimator)
@@ -105,14 +105,14 @@ def simulate(out: TextIO, sizes: tuple[Size, ...], luck: float = 1.5, noise: flo
         for scheduler in schedulers:
             start = time.perf_counter()
             runs = [sim.run(model, scheduler, seed, size.max_games, options, window)
-                    for seed in range(size.runs)]
+                    for seed in range(first_seed, first_seed + size.runs)]
             seconds[scheduler] = time.perf_counter() - start
             summaries[scheduler] = summarise(scheduler, runs)
             trajectories[scheduler] = runs
         base = summaries.get("random", Summary("random", 0, None, None, None, 0))
         print(f"{size.bots} bots + {model.house} house, {model.seats} seats, luck {luck}, "
               f"noise {noise}, ratings compare {estimator}, {size.runs} runs "
-              f"(seeds 0-{size.runs - 1}) of "
+              f"(seeds {first_seed}-{first_seed + size.runs - 1}) of "
               f"{size.max_games} games, matchmaking options {options or {}}:", file=out)
         print("| scheduler | games to tau >= 0.9 (median) | vs random | games to top 3 "
               "(95% of runs) | vs random | (90% of runs) | vs random | s |", file=out)
@@ -283,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="default: the three a league could use; 'oracle' reads the "
                              "true skills (a yardstick, docs/league.md)")
     parser.add_argument("--top-weight", type=float, help="the matchmaking's top_weight")
+    parser.add_argument("--new-games", type=int, help="the matchmaking's new_games")
+    parser.add_argument("--candidates", type=int, help="the matchmaking's candidates")
+    parser.add_argument("--met-weight", type=float, help="the matchmaking's met_weight")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the runs' seeds start here (default 0): fresh seeds check a "
+                             "figure found on others")
     parser.add_argument("--window", type=int, default=sim.ORACLE_WINDOW,
                         help="the oracle's reach in the true order (default "
                              f"{sim.ORACLE_WINDOW})")
@@ -304,9 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs if len(args.runs) == len(args.bots) else [args.runs[0]] * len(args.bots)
     sizes = tuple(Size(b, r, b * args.games_per_bot) for b, r in zip(args.bots, runs,
                                                                        strict=True))
-    options = {"top_weight": args.top_weight} if args.top_weight is not None else None
+    options = {name: value for name, value in (
+        ("top_weight", args.top_weight), ("new_games", args.new_games),
+        ("candidates", args.candidates), ("met_weight", args.met_weight))
+        if value is not None} or None
     simulate(sys.stdout, sizes, luck, noise, options, tuple(args.schedulers), args.estimator,
-             args.window)
+             args.window, args.first_seed)
     return 0
 
 
