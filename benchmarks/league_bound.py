@@ -41,12 +41,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from arena.league import sim
-from arena.league.matchmaking import BotState, choose_tables
 from arena.league.sim import ROUND_SHARE, Model, World, new_world, random_tables
 from benchmarks.league import LEVELS
 
@@ -204,33 +204,41 @@ def uniform_games(model: Model, gap: Array, info: Array) -> float:
     return games_needed(loss, (1.0 - TAU) / 2.0 * pairs, 10.0, 100.0)
 
 
+def best_games(model: Model, gap: Array, info: Array) -> tuple[float, Array]:
+    """The fewest games of the oracle's best spread for tau 0.9 in the approximation (where
+    the certified lower bound of the least ``D`` reaches the target: fewer games cannot),
+    and that spread."""
+    n = model.bots
+    pairs = n * (n - 1) / 2
+    per_game = model.seats * (model.seats - 1) / 2  # comparisons a game gives
+    spreads: dict[float, Array] = {}
+
+    def loss(games: float) -> float:
+        start = spreads[max(spreads)] if spreads else None  # warm, from the largest yet
+        _, lower, w = best_spread(games * per_game, gap, info, start)
+        spreads[games] = w
+        return lower
+
+    uniform = uniform_games(model, gap, info)
+    games = games_needed(loss, (1.0 - TAU) / 2.0 * pairs, 0.2 * uniform, uniform)
+    return games, spreads[games]
+
+
 def one_field(model: Model, seed: int) -> tuple[float, float, float]:
     """Games to tau 0.9 for one field: random tables (the mean of 4 draws), the uniform
     spread, and the oracle's best."""
     skills = new_world(model, seed).skills[: model.bots]
     gap, info = pair_terms(model, skills)
     n = model.bots
-    pairs = n * (n - 1) / 2
-    target = (1.0 - TAU) / 2.0 * pairs
-    per_game = model.seats * (model.seats - 1) / 2  # comparisons a game gives
+    target = (1.0 - TAU) / 2.0 * n * (n - 1) / 2
 
     def random_loss(games: float) -> float:
         return float(np.mean([misordered(random_spread(model, seed, int(games), draw),
                                          gap, info)[0] for draw in range(4)]))
 
-
-    spread: list[Array] = []
-
-    def best_loss(games: float) -> float:
-        # the certified lower bound: fewer games than found here cannot reach the target
-        _, lower, w = best_spread(games * per_game, gap, info, spread[-1] if spread else None)
-        spread.append(w)
-        return lower
-
     uniform = uniform_games(model, gap, info)
     random_games = games_needed(random_loss, target, 0.5 * uniform, uniform)
-    best = games_needed(best_loss, target, 0.2 * uniform, uniform)
-    return random_games, uniform, best
+    return random_games, uniform, best_games(model, gap, info)[0]
 
 
 def plan_tables(plan: Array, plan_games: float) -> sim.Scheduler:
@@ -244,12 +252,8 @@ def plan_tables(plan: Array, plan_games: float) -> sim.Scheduler:
 
     def tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
         seats = world.model.seats
-        index = {name: i for i, name in enumerate(world.ranked)}
-        done = np.zeros((n, n))
-        for (a, b), sets in world.met.items():
-            if a in index and b in index:
-                done[index[a], index[b]] = done[index[b], index[a]] = sets * seats
-        deficit = plan * (world.played + count * seats) / plan_games - done
+        deficit = (plan * (world.played + count * seats) / plan_games
+                   - comparisons_played(world))
         np.fill_diagonal(deficit, -math.inf)
         free = list(range(n))
         out = []
@@ -279,19 +283,9 @@ def told_the_truth(top_weight: float) -> sim.Scheduler:
     rating, with the fit's standard errors and games as they are."""
 
     def tables(world: World, count: int, rng: random.Random) -> list[list[int]]:
-        ratings = world.live.ratings()
-        index = {name: i for i, name in enumerate(world.names)}
-
-        def state(name: str) -> BotState:
-            i = index[name]
-            return BotState(name, sim.house_elo(world.model, float(world.skills[i])),
-                            ratings[name].sigma, int(world.games[i]))
-
-        choices = choose_tables([state(n) for n in world.ranked],
-                                [state(n) for n in world.house], world.met,
-                                world.model.seats, count, seed=rng,
-                                top_weight=top_weight)
-        return [[index[name] for name in c.table] for c in choices]
+        truth = {name: sim.house_elo(world.model, float(skill))
+                 for name, skill in zip(world.names, world.skills, strict=True)}
+        return sim.matchmaking_tables(world, count, rng, {"top_weight": top_weight}, truth)
 
     return tables
 
@@ -327,48 +321,37 @@ def played(model: Model, seed: int, horizon: int) -> Played:
     approximation expects of the comparisons played against what the simulation gave."""
     skills = new_world(model, seed).skills[: model.bots]
     gap, info = pair_terms(model, skills)
-    n = model.bots
-    pairs = n * (n - 1) / 2
-    target = (1.0 - TAU) / 2.0 * pairs
-    per_game = model.seats * (model.seats - 1) / 2
-    spreads: dict[float, Array] = {}
-
-    def best_loss(games: float) -> float:
-        last = spreads[max(spreads)] if spreads else None
-        _, lower, w = best_spread(games * per_game, gap, info, last)
-        spreads[games] = w
-        return lower
-
-    uniform = uniform_games(model, gap, info)
-    best = games_needed(best_loss, target, 0.2 * uniform, uniform)
-    plan = spreads[best]
-    iu = np.triu_indices(n, 1)
+    best, plan = best_games(model, gap, info)
+    iu = np.triu_indices(model.bots, 1)
     band = np.digitize(gap[iu], GAP_BANDS[1:-1])
-    out = Played({}, {}, {}, {}, {})
     schedulers: dict[str, tuple[str | sim.Scheduler, dict[str, float] | None]] = {
         "random": ("random", None), "best": (plan_tables(plan, best), None),
         "matchmaking": ("matchmaking", {"top_weight": 0.0}),
         "told": (told_the_truth(0.0), None)}
+    out = Played({}, {}, {}, {}, {})
     for name, (scheduler, options) in schedulers.items():
-        reached = math.inf
+        out.games[name] = math.inf
+        looked = name not in ("random", "best")  # at the plan's budget: best and random
         for world in sim.rounds(model, scheduler, seed, horizon, options):
             elo = world.live.elo_array(world.ranked)
-            if math.isinf(reached) and sim.kendall_tau(elo, skills) >= TAU:
-                reached = float(world.played)
-            if name in ("random", "best") and name not in out.tau_played \
-                    and world.played >= best:
+            tau = sim.kendall_tau(elo, skills)
+            if tau >= TAU:
+                out.games[name] = min(out.games[name], float(world.played))
+            if not looked and world.played >= best:
+                looked = True
                 chances = pair_misorders(comparisons_played(world), gap, info)[iu]
                 wrong = (np.sign(elo[:, None] - elo[None, :])
                          != np.sign(skills[:, None] - skills[None, :]))[iu]
-                out.tau_expected[name] = 1.0 - 2.0 * float(chances.sum()) / pairs
-                out.tau_played[name] = sim.kendall_tau(elo, skills)
-                bands = len(GAP_BANDS) - 1
-                out.bands_expected[name] = np.asarray(np.bincount(band, chances, bands),
-                                                      dtype=np.float64)
-                out.bands_played[name] = np.asarray(np.bincount(band, wrong, bands),
-                                                    dtype=np.float64)
-        out.games[name] = reached
+                out.tau_expected[name] = 1.0 - 2.0 * float(chances.sum()) / len(band)
+                out.tau_played[name] = tau
+                out.bands_expected[name] = _by_band(band, chances)
+                out.bands_played[name] = _by_band(band, wrong)
     return out
+
+
+def _by_band(band: npt.NDArray[np.intp], values: npt.NDArray[Any]) -> Array:
+    """``values`` (one a pair) summed by band of gap."""
+    return np.asarray(np.bincount(band, values, len(GAP_BANDS) - 1), dtype=np.float64)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

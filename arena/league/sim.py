@@ -177,16 +177,20 @@ Scheduler = Callable[[World, int, random.Random], list[list[int]]]
 
 
 def matchmaking_tables(world: World, count: int, rng: random.Random,
-                       options: Mapping[str, float] | None = None) -> list[list[int]]:
+                       options: Mapping[str, float] | None = None,
+                       elo: Mapping[str, float] | None = None) -> list[list[int]]:
     """The matchmaking's tables; ``options``: keyword arguments of
-    :func:`arena.league.matchmaking.choose_tables` (``top_weight``, ...)."""
+    :func:`arena.league.matchmaking.choose_tables` (``top_weight``, ...). ``elo``, for a
+    yardstick: the ratings it is told in place of the live ones (their standard errors
+    and the games stay the live ratings')."""
     kwargs: dict[str, Any] = dict(options or {})
     ratings = world.live.ratings()
     index = {name: i for i, name in enumerate(world.names)}
 
     def state(name: str) -> BotState:
         r = ratings[name]
-        return BotState(name, r.elo, r.sigma, int(world.games[index[name]]))
+        return BotState(name, r.elo if elo is None else elo[name], r.sigma,
+                        int(world.games[index[name]]))
 
     choices = choose_tables([state(n) for n in world.ranked], [state(n) for n in world.house],
                             world.met, world.model.seats, count, seed=rng, **kwargs)
