@@ -146,3 +146,9 @@ def test_the_pairs_chances_add_up_to_the_expected_misorderings() -> None:
     chances = pair_misorders(w, gap, info)
     assert chances[np.triu_indices(n, 1)].sum() == pytest.approx(misordered(w, gap, info)[0])
     assert np.allclose(chances, chances.T)
+    # a bot not compared yet (a played spread's tail at its budget): no singular network,
+    # and its order against every other bot is a coin toss
+    w[0, :] = w[:, 0] = 0.0
+    alone = pair_misorders(w, gap, info)
+    assert np.allclose(alone[0, 1:], 0.5, atol=0.01), alone[0]
+    assert (alone[1:, 1:][np.triu_indices(n - 1, 1)] < 0.5).all()
