@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import trio
 from rich.console import Console
 
 from arena.checkbot.checker import PROG, print_report, report_json, run_checks
@@ -19,7 +18,7 @@ from arena.cli.common import (
     confinement_from_args,
     remote_from_args,
 )
-from arena.cli.interrupt import sigterm_as_ctrl_c
+from arena.cli.interrupt import run_interruptible
 from arena.model.errors import SandboxError
 from arena.model.files import FolderError, private_dir, temp_dir
 from arena.model.names import clean
@@ -86,10 +85,9 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
     except FolderError as e:
         return _usage(str(e))
     try:
-        with sigterm_as_ctrl_c():
-            start_cleanup()
-            report = trio.run(run_checks, spec, args.spec, games, args.move_ms, args.games,
-                              log_dir, confinement)
+        start_cleanup()
+        report = run_interruptible(run_checks, spec, args.spec, games, args.move_ms,
+                                   args.games, log_dir, confinement)
     except HandshakeError as e:
         print(f"{PROG}: {clean(str(e))}", file=sys.stderr)
         if args.json:

@@ -18,6 +18,7 @@ import trio
 from rich.console import Console
 
 from arena import __version__
+from arena.cli.interrupt import run_interruptible
 from arena.league import inbox
 from arena.league.config import FORMAT, LeagueConfig, load_league
 from arena.league.runner import League, LeagueSummary, rebuild_ratings, run_league
@@ -577,8 +578,9 @@ def _check(config: LeagueConfig, entry: BotEntry, name: str) -> str | None:
     log_dir = temp_dir("trick-arena-league-check-")
     try:
         start_cleanup()
-        report = trio.run(run_checks, entry.spec, str(entry.spec), [config.base.game],
-                          config.base.move_ms, 1, log_dir, entry.confinement)
+        report = run_interruptible(run_checks, entry.spec, str(entry.spec),
+                                   [config.base.game], config.base.move_ms, 1, log_dir,
+                                   entry.confinement)
     except HandshakeError as e:
         return f"cannot start: {clean(str(e))}"
     finally:

@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from arena.cli.common import (
     UsageError,
     confinement_from_args,
@@ -20,7 +18,7 @@ from arena.cli.common import (
     split_bots,
     write_json,
 )
-from arena.cli.interrupt import sigterm_as_ctrl_c
+from arena.cli.interrupt import run_interruptible, sigterm_as_ctrl_c
 from arena.human.terminal import HUMAN, TerminalPlayer
 from arena.model.errors import SandboxError
 from arena.model.files import FolderError, private_dir, temp_dir
@@ -82,10 +80,9 @@ def cmd_play(args: argparse.Namespace) -> int:
         raise UsageError(f"arena play: {e}") from None
     try:
         try:
-            with sigterm_as_ctrl_c():
-                start_cleanup()
-                report = trio.run(_play, game, seats, clock, log_dir, seed, args.quiet,
-                                  args.startup_ms / 1000, confinement)
+            start_cleanup()
+            report = run_interruptible(_play, game, seats, clock, log_dir, seed, args.quiet,
+                                       args.startup_ms / 1000, confinement)
         except BaseException:
             if web is not None:
                 web.close()
