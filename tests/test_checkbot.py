@@ -22,11 +22,17 @@ import pytest
 import trio
 from conftest import REPO, bot_processes, children, wait_until
 
-from arena.checkbot.checker import percentile, report_json, run_checks
+from arena.checkbot.checker import (
+    SIGTERM_BUSY_S,
+    SIGTERM_LIMIT_S,
+    percentile,
+    report_json,
+    run_checks,
+)
 from arena.checkbot.situations import SITUATIONS, Position, Situation
 from arena.cli.checkbot import add_parser, cmd_check_bot
 from arena.model.spec import BotSpec
-from arena.proc.cgroup import limit_mechanism
+from arena.proc.cgroup import describe_processes, limit_mechanism, on_the_way
 from arena.rules import Decision, View
 from arena.rules.cards import JESTER, WIZARD
 
@@ -396,6 +402,46 @@ def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
                          said.group(1))
     assert state is not None and "S x" in said.group(1), said.group(1)
     assert state.group(3) in (None, "THAWED"), said.group(1)
+
+
+@pytest.mark.parametrize("confined", [False, True])
+def test_a_bot_that_spins_on_sigterm_fails_without_the_busy_machine_wait(
+        capsys: pytest.CaptureFixture[str], sandbox: Path, confined: bool) -> None:
+    """Runnable at the limit, as a bot on a busy machine is, but using CPU: not given the
+    wait for a busy machine (:data:`arena.checkbot.checker.SIGTERM_BUSY_S`), failed once
+    it has had a second of CPU since the signal."""
+    if confined and not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: SIGTERM reaches bubblewrap, which ends the sandbox "
+                    "whatever the bot does")
+    flags = () if confined else ("--no-sandbox",)
+    code, out, _ = check_bot(capsys, sandbox, python_bot(BOTS / "spinning_bot.py"),
+                             "--game", "trumps", "--games", "0", *flags)
+    assert code == 1
+    failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1, out
+    said = re.fullmatch(r"FAIL SIGTERM still running (\d+) s after SIGTERM \((.*)\); a bot "
+                        r"must exit promptly on SIGTERM \(the arena sends SIGKILL 1 s after "
+                        r"it\)", failed[0])
+    assert said is not None, failed[0]
+    assert SIGTERM_LIMIT_S <= int(said.group(1)) < SIGTERM_BUSY_S  # judged by its CPU
+    assert "R x" in said.group(2), said.group(2)  # runnable: it spins
+
+
+def test_a_process_on_its_way_is_runnable_or_in_the_kernel() -> None:
+    """:func:`arena.proc.cgroup.on_the_way`, the busy-machine wait's test, on real
+    processes: one asleep is not on its way, one spinning is, one gone is not."""
+    asleep = subprocess.Popen(["sleep", "60"])
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert wait_until(lambda: describe_processes([asleep.pid]).endswith("S x1"), 10)
+        assert not on_the_way([asleep.pid])
+        assert wait_until(lambda: on_the_way([spinning.pid]), 10)
+        assert on_the_way([asleep.pid, spinning.pid])
+    finally:
+        for proc in (asleep, spinning):
+            proc.kill()
+            proc.wait()
+    assert not on_the_way([asleep.pid, spinning.pid])  # reaped: no such process
 
 
 def test_sigterm_stops_the_checks_as_ctrl_c_does(sandbox: Path) -> None:

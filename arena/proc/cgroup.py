@@ -715,6 +715,13 @@ def threads_stopped(pid: int) -> bool:
     return all(state in ("T", "t", "Z", "X") for state in _thread_states(pid))
 
 
+def on_the_way(pids: list[int]) -> bool:
+    """Whether some thread of the processes ``pids`` is runnable or in the kernel (``R``
+    or ``D``): a process that is not (every thread asleep, stopped or gone) is making no
+    progress of its own."""
+    return any(state in ("R", "D") for pid in pids for state in _thread_states(pid))
+
+
 def describe_processes(pids: list[int]) -> str:
     """What the processes ``pids`` are doing, their threads' states counted (``S``
     sleeping, ``R`` running, ``D`` in the kernel, ``T`` stopped...), e.g. ``3 processes,

@@ -40,7 +40,7 @@ from arena.proc.bwrap import (
     view_images,
     warm_roots,
 )
-from arena.proc.cgroup import Cgroup, describe_processes, limit_mechanism
+from arena.proc.cgroup import Cgroup, describe_processes, limit_mechanism, on_the_way
 from arena.proc.logs import LogPump, log_text, open_new_log
 from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
@@ -538,17 +538,37 @@ class BotProcess:
         sandbox. (Without cgroups it reaches bubblewrap, which ends the sandbox itself.)"""
         return self._cgroup is not None or not self.confinement.sandbox
 
-    async def terminate(self, wait_s: float) -> float | None:
+    async def terminate(self, wait_s: float, busy_s: float = 0.0,
+                        busy_cpu_s: float = 1.0) -> float | None:
         """SIGTERM, as :meth:`aclose` sends it, then wait up to ``wait_s`` for the process
         to exit: the seconds it took, or None if it is still running (:meth:`aclose`
-        then ends it)."""
+        then ends it).
+
+        ``busy_s`` (over ``wait_s``): past ``wait_s``, go on waiting, up to ``busy_s``
+        seconds in all, while the bot is still on its way out on a busy machine: some
+        thread of its processes runnable or in the kernel (waiting for a CPU, or for the
+        pages of its code that a reclaim dropped), and under ``busy_cpu_s`` of CPU used
+        since the signal (where that is measured). A bot that ignores the signal sleeps,
+        and one that spins in its handler uses up that CPU: either is still judged at
+        ``wait_s`` of the machine's time, or as soon as it has had that CPU."""
         proc = self._proc
         if proc is None or proc.poll() is not None:
             raise RuntimeError("terminate() needs a running process")
         started = time.monotonic()
+        cpu_before = self.cpu_ns()
         self._signal_all(signal.SIGTERM)
-        with trio.move_on_after(wait_s):
+
+        def on_its_way() -> bool:
+            cpu = self.cpu_ns()
+            if cpu is not None and cpu_before is not None and (
+                    cpu - cpu_before >= busy_cpu_s * 1e9):
+                return False
+            return on_the_way(self._cgroup.pids() if self._cgroup is not None else [proc.pid])
+
+        with trio.move_on_after(max(wait_s, busy_s)):
             while proc.poll() is None:
+                if time.monotonic() - started > wait_s and not on_its_way():
+                    return None
                 await trio.sleep(0.005)
             return time.monotonic() - started
         return None
