@@ -355,6 +355,11 @@ class Sandbox:
     """The environment for subprocesses (``arena play``), with TMPDIR set."""
 
 
+LEFT_WAIT_S = 10.0
+"""How long a test's teardown waits for its bot processes to be gone before it calls
+them left running (a wait that ends as soon as they are: no cost when they are)."""
+
+
 @pytest.fixture
 def arena_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     """A private TMPDIR for the test; afterwards, no arena bot process nor socket folder
@@ -366,6 +371,9 @@ def arena_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(REPO))
     try:
         yield Sandbox(tmp, env)
+        # a process killed as its sandbox ends takes a moment to go (its namespace torn
+        # down, on a busy machine longer): only one that stays is a leak
+        wait_until(lambda: not bot_processes(tmp), LEFT_WAIT_S)
         leaked = bot_processes(tmp)
         for pid in leaked:
             try:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, bot_cmd
+from conftest import LEFT_WAIT_S, REPO, bot_cmd
 
 HOSTILE = str(REPO / "tests/bots/hostile")
 PY_HEURISTIC = bot_cmd(REPO / "sample_bots/python/heuristic_bot.py")
@@ -120,7 +120,7 @@ def world(tmp_path: Path) -> Iterator[World]:
     here = World(tag, tmp, tmp_path, dict(os.environ, TMPDIR=str(tmp)))
     try:
         yield here
-        left = wait_until_gone(lambda: leftovers(here), 3.0)
+        left = wait_until_gone(lambda: leftovers(here), LEFT_WAIT_S)
         kill_all(left)
         assert not left, f"processes of this test left running: {left}"
         folders = sorted(p.name for p in tmp.glob("arena-bot-*"))
