@@ -39,7 +39,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from arena.proc.cgroup import threads_stopped
 
-DEADLINE_S = 60.0
+DEADLINE_S = 180.0
+"""How long one run may take before it is killed: a safety net for a hang, far above
+an idle machine's some seconds, so that a loaded one does not fail the run."""
 
 
 def done_games(out: Path) -> int:

@@ -65,7 +65,7 @@ def in_namespace(*runs: tuple[str, Path, Path]) -> list[dict[str, Any]]:
     args = " ".join(f"{mode} {file} {out}" for mode, file, out in runs)
     script = f"ip link set lo up && exec {sys.executable} tests/ray_cluster.py {args}"
     done = subprocess.run(["unshare", "--net", "--map-root-user", "sh", "-c", script],
-                          cwd=REPO, text=True, capture_output=True, timeout=120 * len(runs),
+                          cwd=REPO, text=True, capture_output=True, timeout=60 + 240 * len(runs),
                           check=False, env=ENV)
     assert done.returncode == 0, done.stderr[-2000:]
     reports: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
