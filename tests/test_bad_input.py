@@ -37,8 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / ".venv" / "bin" / "arena"
 GUARD = "internal error"
 
-TINY = tournament_toml("tiny", "trumps", 2, 7, 2, [
-    ("heuristic", "heuristic"), ("random", "random"), ("random2", "random")])
+TINY_BOTS = [("heuristic", "heuristic"), ("random", "random"), ("random2", "random")]
+TINY = tournament_toml("tiny", "trumps", 2, 7, 2, TINY_BOTS)
 TINY_GAMES = 3 * 2 * 2  # tables x deals x rotations
 
 
@@ -562,7 +562,7 @@ def test_resume_without_the_stored_seed_is_refused(
     """A file without a seed: drawing a new one would deal the remaining games from
     another seed than the stored ones."""
     toml = tmp_path / "tiny.toml"
-    toml.write_text(TINY.replace("seed = 7\n", ""))
+    toml.write_text(tournament_toml("tiny", "trumps", 2, None, 2, TINY_BOTS))
     folder = tmp_path / "out"
     rc, _, err = run(capsys, "tournament", toml, "--out", folder, "--resamples", "5")
     assert rc == 0, err

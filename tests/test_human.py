@@ -551,6 +551,15 @@ def test_the_web_seat_answers_only_under_its_token_and_ctrl_c_ends_it(
             proc.communicate(timeout=10)
 
 
+def until_over(proc: subprocess.Popen[str], wait_s: float = 60) -> str | None:
+    """The line of ``arena play --web`` that says the game is over, once printed (None,
+    or "" at the end of its output, if it is not within ``wait_s``)."""
+    deadline = time.monotonic() + wait_s
+    while (line := read_line(proc, deadline)) and "the game is over" not in line:
+        pass
+    return line
+
+
 def test_the_web_seat_keeps_a_time_limit(arena_sandbox: Sandbox) -> None:
     """Nobody opens the page: with --human-ms the referee plays for the seat, the game
     ends and the result stays served until Ctrl-C (exit 0)."""
@@ -558,10 +567,7 @@ def test_the_web_seat_keeps_a_time_limit(arena_sandbox: Sandbox) -> None:
     proc, url = _start_web(arena_sandbox, "--bots", "human,heuristic,random",
                            "--human-ms", "100", "--record", str(path), "--quiet")
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        while (line := read_line(proc, deadline)) and "the game is over" not in line:
-            pass
+        line = until_over(proc)
         assert line and url in line
         state = json.loads(_get(url + "state")[1])
         assert state["status"] == "over" and state["view"] is None
@@ -640,10 +646,7 @@ def test_a_stop_sent_the_moment_the_game_is_over_is_a_clean_stop(
     proc, _ = _start_web(arena_sandbox, "--bots", "human,heuristic,random",
                          "--human-ms", "50", "--quiet")
     try:
-        deadline = time.monotonic() + 60
-        while (line := read_line(proc, deadline)) and "the game is over" not in line:
-            pass
-        assert line, "the game did not end"
+        assert until_over(proc), "the game did not end"
         proc.send_signal(stop)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err
