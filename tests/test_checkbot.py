@@ -381,27 +381,36 @@ def test_a_bot_that_asks_for_round_ended_must_take_it(
     assert "1 of 8 checks failed" in out
 
 
-@pytest.mark.parametrize("confined", [False, True])
-def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
-        capsys: pytest.CaptureFixture[str], sandbox: Path, confined: bool) -> None:
+def sigterm_failure(capsys: pytest.CaptureFixture[str], sandbox: Path, bot: str,
+                    confined: bool) -> tuple[int, str]:
+    """check-bot on ``bot`` (sandboxed or not), which must fail the SIGTERM check and only
+    it: after how many seconds it was judged, and what its processes were doing then."""
     if confined and not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: SIGTERM reaches bubblewrap, which ends the sandbox "
                     "whatever the bot does")
     flags = () if confined else ("--no-sandbox",)
-    code, out, _ = check_bot(capsys, sandbox, python_bot(BOTS / "stubborn_bot.py"),
-                             "--game", "trumps", "--games", "0", *flags)
+    code, out, _ = check_bot(capsys, sandbox, python_bot(BOTS / bot), "--game", "trumps",
+                             "--games", "0", *flags)
     assert code == 1
     failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
     assert len(failed) == 1, out
-    # what its processes were doing says whose the fault is: thawed and asleep, its own
-    said = re.fullmatch(r"FAIL SIGTERM still running 3 s after SIGTERM \((.*)\); a bot must "
-                        r"exit promptly on SIGTERM \(the arena sends SIGKILL 1 s after it\)",
-                        failed[0])
+    said = re.fullmatch(r"FAIL SIGTERM still running (\d+) s after SIGTERM \((.*)\); a bot "
+                        r"must exit promptly on SIGTERM \(the arena sends SIGKILL 1 s after "
+                        r"it\)", failed[0])
     assert said is not None, failed[0]
+    return int(said.group(1)), said.group(2)
+
+
+@pytest.mark.parametrize("confined", [False, True])
+def test_a_bot_that_ignores_sigterm_fails_the_sigterm_check(
+        capsys: pytest.CaptureFixture[str], sandbox: Path, confined: bool) -> None:
+    seconds, doing = sigterm_failure(capsys, sandbox, "stubborn_bot.py", confined)
+    assert SIGTERM_LIMIT_S <= seconds < SIGTERM_BUSY_S  # asleep: not waited for
+    # what its processes were doing says whose the fault is: thawed and asleep, its own
     state = re.fullmatch(r"\d+ process(?:es)?, threads ([A-Za-z] x\d+ ?)+(; freezer (\w+))?",
-                         said.group(1))
-    assert state is not None and "S x" in said.group(1), said.group(1)
-    assert state.group(3) in (None, "THAWED"), said.group(1)
+                         doing)
+    assert state is not None and "S x" in doing, doing
+    assert state.group(3) in (None, "THAWED"), doing
 
 
 @pytest.mark.parametrize("confined", [False, True])
@@ -410,21 +419,9 @@ def test_a_bot_that_spins_on_sigterm_fails_without_the_busy_machine_wait(
     """Runnable at the limit, as a bot on a busy machine is, but using CPU: not given the
     wait for a busy machine (:data:`arena.checkbot.checker.SIGTERM_BUSY_S`), failed once
     it has had a second of CPU since the signal."""
-    if confined and not limit_mechanism().cgroups:
-        pytest.skip("no cgroups here: SIGTERM reaches bubblewrap, which ends the sandbox "
-                    "whatever the bot does")
-    flags = () if confined else ("--no-sandbox",)
-    code, out, _ = check_bot(capsys, sandbox, python_bot(BOTS / "spinning_bot.py"),
-                             "--game", "trumps", "--games", "0", *flags)
-    assert code == 1
-    failed = [" ".join(line.split()) for line in out.splitlines() if line.startswith("FAIL")]
-    assert len(failed) == 1, out
-    said = re.fullmatch(r"FAIL SIGTERM still running (\d+) s after SIGTERM \((.*)\); a bot "
-                        r"must exit promptly on SIGTERM \(the arena sends SIGKILL 1 s after "
-                        r"it\)", failed[0])
-    assert said is not None, failed[0]
-    assert SIGTERM_LIMIT_S <= int(said.group(1)) < SIGTERM_BUSY_S  # judged by its CPU
-    assert "R x" in said.group(2), said.group(2)  # runnable: it spins
+    seconds, doing = sigterm_failure(capsys, sandbox, "spinning_bot.py", confined)
+    assert SIGTERM_LIMIT_S <= seconds < SIGTERM_BUSY_S  # judged by its CPU
+    assert "R x" in doing, doing  # runnable: it spins
 
 
 def test_a_process_on_its_way_is_runnable_or_in_the_kernel() -> None:
