@@ -21,6 +21,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -32,11 +34,20 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import REPO, VNU_JAVA, skip_or_fail
+from conftest import (
+    REPO,
+    TEST_BOTS,
+    VNU_JAVA,
+    Sandbox,
+    bot_cmd,
+    skip_or_fail,
+    tournament_toml,
+    wait_until,
+)
 from test_publish import Node, parse
 
 from arena.cli import main
-from arena.tournament.store import Store
+from arena.tournament.store import STORE_NAME, Store
 
 EPOCH = "1767225600"  # 2026-01-01 00:00 UTC: the time of publication of every site here
 WIZARD = """name = "Autumn Cup"
@@ -226,8 +237,9 @@ def test_index_lists_the_events_newest_first_with_their_dates(built: Built) -> N
     status = {r.attrs["data-event"]: next(c for c in r.find_all("td")
                                           if c.attrs["data-col"] == "status").text()
               for r in rows}
+    # the league's run ended (--games 8): its season is open, no run holds it now
     assert status == {"autumn_cup": "finished", "trumps_night": "finished",
-                      "wizard_league": "running (season 1)"}
+                      "wizard_league": "season 1 open"}
     # the games were played on and around now; the site says it was published at EPOCH
     dates = page.by_id("dates").find_all("time")
     assert dates[-1].attrs["datetime"] == _iso(float(EPOCH))
@@ -473,3 +485,49 @@ def test_a_closed_season_reads_closed_on_the_index(built: Built) -> None:
                  str(folder / "league-out"), "--out", str(site), "--resamples", "5"]) == 0
     status = {e["slug"]: e["status"] for e in _json(site / "data" / "events.json")["events"]}
     assert status == {"autumn_cup": "finished", "wizard_league": "season 1 closed"}
+
+
+def _done_games(folder: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{folder / STORE_NAME}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'")
+                       .fetchone()[0])
+    except sqlite3.Error:
+        return 0  # not made yet
+
+
+def test_the_index_says_running_only_while_a_run_holds_the_folder(
+        built: Built, arena_sandbox: Sandbox, tmp_path: Path) -> None:
+    """A tournament published while it runs reads ``running``; stopped before its last
+    game, ``unfinished`` (before, it read ``running`` for ever: the store cannot tell a
+    stopped run from a live one, the run's lock on the folder can)."""
+    toml = tmp_path / "slow.toml"
+    toml.write_text(tournament_toml("Slow Night", "trumps", 3, 5, 40, [
+        ("sleepy", bot_cmd(TEST_BOTS / "sleepy.py", "--sleep-ms", 20)),
+        ("heuristic", "heuristic"), ("random", "random")], isolation="shared"))
+    out = tmp_path / "slow-out"
+    cup = built.events["autumn_cup"].folder
+
+    def status() -> str:
+        site = tmp_path / "site"
+        assert main(["publish", str(out), str(cup), "--out", str(site),
+                     "--resamples", "5"]) == 0
+        rows = _json(site / "data" / "events.json")["events"]
+        return str(next(e["status"] for e in rows if e["slug"] == "slow_night"))
+
+    proc = subprocess.Popen([sys.executable, "-m", "arena", "tournament", str(toml), "--out",
+                             str(out), "--resamples", "5"], env=arena_sandbox.env, cwd=REPO,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: _done_games(out) >= 2 or proc.poll() is not None, 120)
+        assert proc.poll() is None, proc.communicate()
+        while_running = status()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert while_running == "running"
+    assert status() == "unfinished"

@@ -5,18 +5,22 @@ tournament, readers during a run, and two matches on one folder."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 from conftest import REPO, arena_in_process, tournament_toml
 
 from arena.model.files import claim_folder
-from arena.tournament.lock import LOCK_NAME
+from arena.tournament.lock import LOCK_NAME, PROBE_WAIT_S, Held, RunLock, run_holds
 
 BOTS = [("h1", "heuristic"), ("r1", "random"), ("h2", "heuristic"), ("r2", "random"),
         ("r3", "random")]
@@ -145,3 +149,22 @@ def test_two_matches_on_one_folder(tmp_path: Path) -> None:
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode in (0, 1, 130), stderr
     assert arena("verify", str(out)).returncode == 0
+
+
+def test_a_readers_probe_tells_a_held_folder_and_never_refuses_a_run(tmp_path: Path) -> None:
+    """``run_holds`` (the published index's "running") is a shared lock tried and dropped:
+    True while a run holds the folder, False otherwise, and a run that starts while a
+    probe holds its shared lock waits it out instead of being refused as held."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert not run_holds(folder)  # no lock file yet
+    with RunLock.take(folder):
+        assert run_holds(folder)
+        with pytest.raises(Held):  # a second run is still refused
+            RunLock.take(folder)
+    assert not run_holds(folder)
+    fd = os.open(folder / LOCK_NAME, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # a probe, caught in the middle
+    threading.Timer(PROBE_WAIT_S / 4, os.close, (fd,)).start()
+    with RunLock.take(folder):
+        assert run_holds(folder)

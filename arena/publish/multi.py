@@ -68,6 +68,7 @@ from arena.report.board import (
 from arena.report.format import options_text
 from arena.report.text import render_json
 from arena.stats.ratings import GameScores, rate
+from arena.tournament.lock import run_holds
 from arena.tournament.store import STORE_NAME, Store, StoredGame
 
 EVENTS_FORMAT = "trick-arena.events/1"
@@ -280,15 +281,7 @@ def _row(folder: Path, slug: str, event: Event, boards: tuple[str, ...]) -> Even
     meta, lb = event.meta, event.leaderboard
     league = meta.get("format") == LEAGUE
     scheduled = None if league else scheduled_games(meta)
-    if league:
-        seasons = _seasons(meta.get("seasons"))
-        last = seasons[-1] if seasons else None
-        status = ("running" if last is None else
-                  f"season {last.get('season')} closed" if last.get("closed") else
-                  f"running (season {last.get('season')})")
-    else:
-        status = ("finished" if scheduled is not None and event.total >= scheduled else
-                  "running" if scheduled is not None else "–")
+    status = _status(folder, meta, event.total, scheduled)
     played = event.site.played
     return EventRow(slug, folder, event.site.name, "league" if league else "tournament",
                     str(lb.get("game") or meta.get("game") or "?"),
@@ -296,6 +289,28 @@ def _row(folder: Path, slug: str, event: Event, boards: tuple[str, ...]) -> Even
                     dict(lb.get("options") or {}), len(lb["bots"]), int(lb["games"]),
                     scheduled, played[0] if played else None, played[1] if played else None,
                     status, boards)
+
+
+def _status(folder: Path, meta: dict[str, str], games: int, scheduled: int | None) -> str:
+    """An event's status on the index. "running" only while a run holds the folder's lock
+    on this machine (:func:`arena.tournament.lock.run_holds`); a stopped run, or a copy
+    of a folder, reads as what the store says: a tournament ``unfinished`` (or
+    ``finished``), a league's season ``open`` (or ``closed``)."""
+    running = run_holds(folder)
+    if meta.get("format") == LEAGUE:
+        seasons = _seasons(meta.get("seasons"))
+        last = seasons[-1] if seasons else None
+        if last is None:
+            return "running" if running else "no season yet"
+        if last.get("closed"):
+            return f"season {last.get('season')} closed"
+        return f"running (season {last.get('season')})" if running else \
+            f"season {last.get('season')} open"
+    if scheduled is None:
+        return "running" if running else "–"
+    if games >= scheduled:
+        return "finished"
+    return "running" if running else "unfinished"
 
 
 def _seasons(text: str | None) -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ class RunLock:
                                 f"a {what} cannot store its games there") from None
             raise LockError(f"{path}: cannot make the lock file: {e.strerror}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_at_once(fd, fcntl.LOCK_EX)
         except OSError as e:
             pid = _holder_pid(fd) if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
             os.close(fd)
@@ -112,6 +112,44 @@ class RunLock:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.release()
+
+
+def run_holds(folder: Path) -> bool:
+    """Whether a run of this arena holds ``folder``'s lock now: a tournament, match or
+    league writing its store on this machine (a copy of the folder, or one mounted from
+    another machine, reads False whatever runs there). A reader's probe: a shared lock
+    tried and dropped at once, which a run starting that moment waits out
+    (:func:`_lock_at_once`)."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False  # no run of this arena has used the folder (or it cannot be read)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)  # (drops the shared lock, if it was taken)
+    return False
+
+
+PROBE_WAIT_S = 0.2
+"""How long a run tries again for the lock before it is refused as held: a reader's
+probe (:func:`run_holds`) holds a shared lock for some microseconds."""
+
+
+def _lock_at_once(fd: int, operation: int) -> None:
+    """``flock(fd, operation | LOCK_NB)``, tried again for up to :data:`PROBE_WAIT_S`
+    while it would block; the last error raised."""
+    deadline = time.monotonic() + PROBE_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.01)
 
 
 def _holder_pid(fd: int) -> int | None:
