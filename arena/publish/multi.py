@@ -453,8 +453,9 @@ def _index_page(rows: Sequence[EventRow], boards: Sequence[Board],
         '<p class="note">Newest first by the last game. Games: those the event\'s own '
         "leaderboard counts (a league: its whole duplicate sets), of the scheduled ones for "
         "a tournament. Status: <i>finished</i>, every scheduled game played; "
-        "<i>running</i>, not yet (or stopped); a league's season, open or closed. Each "
-        "event links to its own site.</p>",
+        "<i>running</i>, a run was writing it when this site was published; "
+        "<i>unfinished</i>, neither (stopped, or run elsewhere); a league's season, "
+        "open or closed. Each event links to its own site.</p>",
         "</section>",
         '<section aria-labelledby="boards-h"><h2 id="boards-h">Boards</h2>',
         f'<ul id="boards">{board_items}</ul>' if boards
