@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -30,8 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 from conftest import (
@@ -39,7 +40,9 @@ from conftest import (
     TEST_BOTS,
     VNU_JAVA,
     Sandbox,
+    Watch,
     bot_cmd,
+    open_page,
     skip_or_fail,
     tournament_toml,
     wait_until,
@@ -48,6 +51,9 @@ from test_publish import Node, parse
 
 from arena.cli import main
 from arena.tournament.store import STORE_NAME, Store
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext
 
 EPOCH = "1767225600"  # 2026-01-01 00:00 UTC: the time of publication of every site here
 WIZARD = """name = "Autumn Cup"
@@ -531,3 +537,62 @@ def test_the_index_says_running_only_while_a_run_holds_the_folder(
     assert proc.returncode == 130, err
     assert while_running == "running"
     assert status() == "unfinished"
+
+
+# -- in a browser ---------------------------------------------------------------------------
+
+
+def test_the_index_and_the_boards_work_in_a_browser(
+        built: Built, context: tuple[BrowserContext, Watch]) -> None:
+    """Chromium on the published events: the index links every event to its own site and
+    back; each board sorts by each of its columns (both ways) and links every bot's events;
+    no page logs an error or asks for anything outside the site."""
+    ctx, watch = context
+    index = open_page(ctx, (built.site / "index.html").as_uri())
+    events = index.eval_on_selector_all(
+        "#events tbody tr", "rs => rs.map(r => [r.dataset.event, "
+        "r.querySelector('a[href]').getAttribute('href')])")
+    assert sorted(slug for slug, _ in events) == sorted(SLUGS)
+    for slug, href in events:
+        page = open_page(ctx, urljoin(index.url, href))
+        assert page.url.endswith(f"events/{slug}/index.html"), page.url
+        page.click("nav a:text('All events')")
+        page.wait_for_url("**/site/index.html")
+        page.close()
+    boards = sorted((built.site / "boards").glob("*.html"))
+    assert [b.name for b in boards] == ["trumps-3p.html", "wizard-4p.html"]
+    for board in boards:
+        page = open_page(ctx, board.as_uri())
+        rows = "#board > tbody > tr[data-bot]"
+        ranked = page.eval_on_selector_all(rows, "rs => rs.map(r => +r.dataset.rank)")
+        assert ranked == sorted(ranked) and ranked, f"{board.name}: not in rank order"
+        keys = page.eval_on_selector_all("#board th[data-sort]",
+                                         "hs => hs.map(h => h.dataset.sort)")
+        assert {"rank", "bot", "elo", "games"} <= set(keys), keys
+        for key in keys:
+            for _ in range(2):  # one way, then the other
+                page.click(f'#board th[data-sort="{key}"]')
+                way = page.get_attribute(f'#board th[data-sort="{key}"]', "aria-sort")
+                values = page.eval_on_selector_all(
+                    f"{rows} > td[data-col='{key}']", "ts => ts.map(t => t.dataset.value)")
+                assert len(values) == len(ranked), f"{board.name}: rows lost sorting {key}"
+                shown = [v for v in values if v != ""]
+                assert values[len(shown):] == [""] * (len(values) - len(shown)), \
+                    f"{board.name}: {key}: empty cells not last: {values}"
+                pairs = itertools.pairwise(shown)
+                assert all(_in_order(a, b) if way == "ascending" else _in_order(b, a)
+                           for a, b in pairs), f"{board.name}: {key} not {way}: {values}"
+        links = page.eval_on_selector_all(f"{rows} td[data-col='events'] a[href]",
+                                          "as => as.map(a => a.href)")
+        assert links and all("/events/" in link for link in links), links
+        page.close()
+    watch.check()
+
+
+def _in_order(a: str, b: str) -> bool:
+    """Whether cell values ``a``, ``b`` are in ascending order as site.js sorts them:
+    numbers as numbers, anything else as its text in lower case."""
+    try:
+        return float(a) <= float(b)
+    except ValueError:
+        return a.lower() <= b.lower()
