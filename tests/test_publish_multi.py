@@ -465,8 +465,60 @@ def test_two_events_of_one_slug_are_refused(built: Built,
     if not copy.exists():
         shutil.copytree(cup, copy)
     err = _refused(built, capsys, cup, copy)
-    assert err.startswith(f"{copy}: its event 'Autumn Cup' would be published as "
-                          f"events/autumn_cup/, as {cup} is"), err
+    assert err == (f"{copy}: its event 'Autumn Cup' would be published as "
+                   f"events/autumn_cup/, as {cup} is; give one of them a folder of its own "
+                   f"with --slug {copy}=SLUG"), err
+
+
+def test_two_events_of_one_name_publish_with_a_slug_of_their_own(
+        built: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    """Last year's Autumn Cup and this year's, both named so in their stores: --slug puts
+    one under a folder of its own, and the index lists both."""
+    cup = built.events["autumn_cup"].folder
+    copy = built.tmp / "cup-copy"
+    if not copy.exists():
+        shutil.copytree(cup, copy)
+    site = built.tmp / "two-cups"
+    assert main(["publish", str(cup), str(copy), "--out", str(site), "--resamples", "5",
+                 "--slug", f"{copy}=autumn_cup_2025"]) == 0
+    capsys.readouterr()
+    rows = _json(site / "data" / "events.json")["events"]
+    assert sorted((e["slug"], e["name"]) for e in rows) == [
+        ("autumn_cup", "Autumn Cup"), ("autumn_cup_2025", "Autumn Cup")]
+    assert (site / "events" / "autumn_cup_2025" / "index.html").is_file()
+    hrefs = parse(site / "index.html").by_id("events").rows()
+    assert sorted(r.attrs["data-event"] for r in hrefs) == ["autumn_cup", "autumn_cup_2025"]
+
+
+@pytest.mark.parametrize(("option", "said"), [
+    ("autumn_cup_2025", "expected DIR=SLUG"),
+    ("{copy}=Autumn Cup", "'Autumn Cup' is not a folder name of the site: a-z, 0-9, '.', "
+                          "'_' and '-', not starting with '.' (e.g. 'autumn_cup')"),
+    ("{copy}=..", "'..' is not a folder name of the site"),
+    ("{tmp}/elsewhere=x", "{tmp}/elsewhere is not one of the DIRs published"),
+])
+def test_a_bad_slug_is_refused_naming_the_option(
+        built: Built, capsys: pytest.CaptureFixture[str], option: str, said: str) -> None:
+    cup, copy = built.events["autumn_cup"].folder, built.tmp / "cup-copy"
+    if not copy.exists():
+        shutil.copytree(cup, copy)
+    option = option.format(copy=copy, tmp=built.tmp)
+    out = built.tmp / "refused"
+    assert main(["publish", str(cup), str(copy), "--out", str(out),
+                 "--slug", option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"arena publish: --slug {option!r}: "
+                          + said.format(copy=copy, tmp=built.tmp)), err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_a_slug_for_a_site_of_one_event_is_refused(
+        built: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    cup = built.events["autumn_cup"].folder
+    assert main(["publish", str(cup), "--out", str(built.tmp / "one"),
+                 "--slug", f"{cup}=cup"]) == 2
+    assert "--slug names an event's folder in a site of two or more DIRs" in \
+        capsys.readouterr().err
 
 
 def test_a_site_inside_a_store_folder_is_refused(built: Built,

@@ -30,6 +30,10 @@ def add_publish_parser(subparsers: Any) -> None:
     p.add_argument("--resamples", type=int, metavar="N",
                    help="bootstrap resamples for the rating intervals (default: as for the "
                    "tournament's leaderboard, else 1000)")
+    p.add_argument("--slug", action="append", default=[], metavar="DIR=SLUG",
+                   help="with several DIRs: publish DIR's event under events/SLUG/ instead "
+                        "of its name's (a-z, 0-9, '.', '_', '-'); for two events of one "
+                        "name, e.g. --slug out/cup-2025=autumn_cup_2025 (repeatable)")
 
 
 def add_serve_parser(subparsers: Any) -> None:
@@ -56,7 +60,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if args.resamples is not None and args.resamples < 1:
         return _usage("arena publish: --resamples must be positive")
     if len(folders) > 1:
-        return _publish_many(folders, args)
+        try:
+            slugs = _slugs(args.slug, folders)
+        except ValueError as e:
+            return _usage(f"arena publish: {e}")
+        return _publish_many(folders, slugs, args)
+    if args.slug:
+        return _usage("arena publish: --slug names an event's folder in a site of two or "
+                      "more DIRs; one DIR's site has no events/ folder")
     folder = folders[0]
     if not folder.is_dir() or not Store.exists(folder):
         return _usage(f"{folder}: no tournament here")
@@ -85,11 +96,38 @@ def _published(args: argparse.Namespace, build: Callable[[], Any],
     return 0
 
 
-def _publish_many(folders: list[Path], args: argparse.Namespace) -> int:
+def _slugs(given: list[str], folders: list[Path]) -> dict[Path, str]:
+    """The ``--slug DIR=SLUG`` options as {DIR as given on the command line: SLUG}; a
+    ValueError (one line naming the option) for a malformed one, a SLUG that is not a
+    folder name the site would make, or a DIR that is not one of ``folders``."""
+    from arena.publish.multi import event_slug
+
+    by_place = {folder.resolve(): folder for folder in folders}
+    slugs: dict[Path, str] = {}
+    for option in given:
+        where, sep, slug = option.rpartition("=")
+        if not sep or not where:
+            raise ValueError(f"--slug {option!r}: expected DIR=SLUG")
+        if not slug or event_slug(slug) != slug:
+            raise ValueError(f"--slug {option!r}: {slug!r} is not a folder name of the "
+                             f"site: a-z, 0-9, '.', '_' and '-', not starting with '.' "
+                             f"(e.g. {event_slug(slug)!r})")
+        folder = by_place.get(Path(where).resolve())
+        if folder is None:
+            raise ValueError(f"--slug {option!r}: {where} is not one of the DIRs published")
+        if folder in slugs:
+            raise ValueError(f"--slug {option!r}: {where} has a --slug already")
+        slugs[folder] = slug
+    return slugs
+
+
+def _publish_many(folders: list[Path], slugs: dict[Path, str],
+                  args: argparse.Namespace) -> int:
     from arena.publish.multi import publish_many
 
     return _published(
-        args, lambda: publish_many(folders, args.out, resamples=args.resamples),
+        args, lambda: publish_many(folders, args.out, resamples=args.resamples,
+                                   slugs=slugs),
         lambda s: f"{s.events} events ({s.games} games) and "
                   f"{s.boards} board{'s' if s.boards != 1 else ''}")
 

@@ -185,14 +185,15 @@ def event_slug(name: str) -> str:
     return safe_name(name).lower().lstrip(".") or "event"
 
 
-def publish_many(folders: Sequence[Path], out: Path,
-                 resamples: int | None = None) -> MultiSummary:
+def publish_many(folders: Sequence[Path], out: Path, resamples: int | None = None,
+                 slugs: Mapping[Path, str] | None = None) -> MultiSummary:
     """Build one site of the stores in ``folders`` (two or more) into ``out``, replacing
-    an earlier publish there. Raises :class:`PublishError` (one line naming the folder)
-    for a folder without a store, two folders of one store, two events whose names give
-    the same folder, or an unusable ``out``."""
+    an earlier publish there; ``slugs``: the event folder of some of ``folders`` (by the
+    path as given), in place of :func:`event_slug` of the event's name. Raises
+    :class:`PublishError` (one line naming the folder) for a folder without a store, two
+    folders of one store, two events of the same folder, or an unusable ``out``."""
     out = out.resolve()
-    plan = _plan(folders, out)
+    plan = _plan(folders, out, slugs or {})
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     published = published_at()
@@ -217,7 +218,8 @@ def publish_many(folders: Sequence[Path], out: Path,
     return MultiSummary(out, len(rows), sum(r.games for r in rows), len(boards), size)
 
 
-def _plan(folders: Sequence[Path], out: Path) -> list[tuple[Path, str]]:
+def _plan(folders: Sequence[Path], out: Path,
+          chosen: Mapping[Path, str]) -> list[tuple[Path, str]]:
     """Each folder with its event's slug, after the checks (read-only)."""
     stores: dict[tuple[int, int], Path] = {}
     slugs: dict[str, Path] = {}
@@ -232,12 +234,12 @@ def _plan(folders: Sequence[Path], out: Path) -> list[tuple[Path, str]]:
         _check_target(folder.resolve(), out)
         with Store.open_readonly(folder) as store:
             name = store.meta().get("name") or folder.resolve().name
-        slug = event_slug(name)
+        slug = chosen.get(folder) or event_slug(name)
         taken = slugs.setdefault(slug, folder)
         if taken is not folder:
             raise PublishError(f"{folder}: its event {name!r} would be published as "
-                               f"events/{slug}/, as {taken} is; events of one site need "
-                               "names that differ in more than case and punctuation")
+                               f"events/{slug}/, as {taken} is; give one of them a folder "
+                               f"of its own with --slug {folder}=SLUG")
         plan.append((folder, slug))
     return plan
 
