@@ -235,11 +235,8 @@ class Checker:
         started = time.monotonic()
         took = await process.terminate(SIGTERM_LIMIT_S, SIGTERM_BUSY_S)
         if took is None:
-            waited = time.monotonic() - started
-            said = (f"{SIGTERM_LIMIT_S:g}" if waited < SIGTERM_LIMIT_S + 0.5
-                    else f"{waited:.0f}")  # judged at once, or after a busy wait
             self.add("SIGTERM", False,
-                     f"still running {said} s after SIGTERM "
+                     f"still running {time.monotonic() - started:.0f} s after SIGTERM "
                      f"({process.describe()}); a bot must exit promptly on SIGTERM (the "
                      f"arena sends SIGKILL 1 s after it)")
             return

@@ -37,31 +37,24 @@ def run_interruptible(fn: Callable[[*Ts], Awaitable[T]], *args: *Ts) -> T:
     signalled = False
 
     async def main() -> None:
-        watching: list[trio.CancelScope] = []
-        done = False
-        with (trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals,
-              trio.CancelScope() as run):
+        with trio.CancelScope() as run:
+            watching = trio.Event()
 
             async def watch() -> None:
+                # open for the whole run, the clean-up included (a second Ctrl-C is taken
+                # here too); trio cancels this system task, closing it, as the run ends
                 nonlocal signalled
-                if done:  # ``fn`` ended before this task began
-                    return
-                with trio.CancelScope() as own:
-                    watching.append(own)
+                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    watching.set()
                     async for _ in signals:
                         signalled = True
                         run.cancel()
-                        return
 
             # a system task, not a nursery's: what ``fn`` raises comes out as itself, not
             # inside an exception group
             trio.lowlevel.spawn_system_task(watch)
-            try:
-                result.append(await fn(*args))
-            finally:  # the watch ends inside the receiver's block, which it reads
-                done = True
-                for scope in watching:
-                    scope.cancel()
+            await watching.wait()
+            result.append(await fn(*args))
 
     with sigterm_as_ctrl_c():  # the moments before the watch starts and after it ends
         try:

@@ -294,25 +294,25 @@ def _row(folder: Path, slug: str, event: Event, boards: tuple[str, ...]) -> Even
 
 
 def _status(folder: Path, meta: dict[str, str], games: int, scheduled: int | None) -> str:
-    """An event's status on the index. "running" only while a run holds the folder's lock
-    on this machine (:func:`arena.tournament.lock.run_holds`); a stopped run, or a copy
-    of a folder, reads as what the store says: a tournament ``unfinished`` (or
-    ``finished``), a league's season ``open`` (or ``closed``)."""
-    running = run_holds(folder)
+    """An event's status on the index: ``finished`` or ``season N closed`` as the store
+    says; else "running" only while a run holds the folder's lock on this machine
+    (:func:`arena.tournament.lock.run_holds`), and a stopped run, or a copy of a folder,
+    ``unfinished`` or ``season N open``."""
     if meta.get("format") == LEAGUE:
         seasons = _seasons(meta.get("seasons"))
         last = seasons[-1] if seasons else None
         if last is None:
-            return "running" if running else "no season yet"
-        if last.get("closed"):
+            running, idle = "running", "no season yet"
+        elif last.get("closed"):
             return f"season {last.get('season')} closed"
-        return f"running (season {last.get('season')})" if running else \
-            f"season {last.get('season')} open"
-    if scheduled is None:
-        return "running" if running else "–"
-    if games >= scheduled:
+        else:
+            running, idle = (f"running (season {last.get('season')})",
+                             f"season {last.get('season')} open")
+    elif scheduled is not None and games >= scheduled:
         return "finished"
-    return "running" if running else "unfinished"
+    else:
+        running, idle = "running", "unfinished" if scheduled is not None else "–"
+    return running if run_holds(folder) else idle
 
 
 def _seasons(text: str | None) -> list[dict[str, Any]]:

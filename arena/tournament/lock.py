@@ -60,7 +60,7 @@ class RunLock:
                                 f"a {what} cannot store its games there") from None
             raise LockError(f"{path}: cannot make the lock file: {e.strerror}") from None
         try:
-            _lock_at_once(fd, fcntl.LOCK_EX)
+            _lock_at_once(fd)
         except OSError as e:
             pid = _holder_pid(fd) if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
             os.close(fd)
@@ -138,13 +138,13 @@ PROBE_WAIT_S = 0.2
 probe (:func:`run_holds`) holds a shared lock for some microseconds."""
 
 
-def _lock_at_once(fd: int, operation: int) -> None:
-    """``flock(fd, operation | LOCK_NB)``, tried again for up to :data:`PROBE_WAIT_S`
-    while it would block; the last error raised."""
+def _lock_at_once(fd: int) -> None:
+    """``flock(fd, LOCK_EX | LOCK_NB)``, tried again for up to :data:`PROBE_WAIT_S` while
+    it would block; the last error raised."""
     deadline = time.monotonic() + PROBE_WAIT_S
     while True:
         try:
-            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except OSError as e:
             if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() > deadline:
