@@ -28,12 +28,13 @@ import select
 import shlex
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import closing, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -410,6 +411,19 @@ def shared_folder(factory: pytest.TempPathFactory, key: str,
 
 def arena_command(*argv: str) -> list[str]:
     return [sys.executable, "-m", "arena", *argv]
+
+
+def done_games(folder: Path) -> int:
+    """Finished games in the store of ``folder``, which a run may be writing (0 while it
+    is not made yet). Read-only: a plain connect would make an empty store before the
+    arena does, which the arena then refuses."""
+    try:
+        with closing(sqlite3.connect(f"file:{folder / 'tournament.sqlite'}?mode=ro",
+                                     uri=True, timeout=5)) as db:
+            return int(db.execute(
+                "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
 
 
 def arena_in_process(*argv: str | Path, cwd: Path | None = None,

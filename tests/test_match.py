@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd
+from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd, done_games
 
 from arena.match.schedule import Tally, compared_seats, deal_games, pair_score
 from arena.stats.sprt import (
@@ -269,17 +269,6 @@ def stored(folder: Path) -> dict[str, dict[str, Any]]:
     with closing(sqlite3.connect(folder / "tournament.sqlite")) as db:
         return {game_id: json.loads(text) for game_id, text in db.execute(
             "SELECT id, record FROM games WHERE status = 'done'")}
-
-
-def done_games(folder: Path) -> int:
-    """Finished games in a store being written (0 while it is being made)."""
-    try:  # read-only: a plain connect would make an empty store before the arena does
-        with closing(sqlite3.connect(f"file:{folder / 'tournament.sqlite'}?mode=ro",
-                                     uri=True, timeout=5)) as db:
-            return int(db.execute(
-                "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_heuristic_beats_random_h1(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -41,7 +40,9 @@ from conftest import (
     VNU_JAVA,
     Sandbox,
     Watch,
+    arena_command,
     bot_cmd,
+    done_games,
     open_page,
     skip_or_fail,
     tournament_toml,
@@ -50,7 +51,7 @@ from conftest import (
 from test_publish import Node, parse
 
 from arena.cli import main
-from arena.tournament.store import STORE_NAME, Store
+from arena.tournament.store import Store
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext
@@ -545,15 +546,6 @@ def test_a_closed_season_reads_closed_on_the_index(built: Built) -> None:
     assert status == {"autumn_cup": "finished", "wizard_league": "season 1 closed"}
 
 
-def _done_games(folder: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{folder / STORE_NAME}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'")
-                       .fetchone()[0])
-    except sqlite3.Error:
-        return 0  # not made yet
-
-
 def test_the_index_says_running_only_while_a_run_holds_the_folder(
         built: Built, arena_sandbox: Sandbox, tmp_path: Path) -> None:
     """A tournament published while it runs reads ``running``; stopped before its last
@@ -573,11 +565,12 @@ def test_the_index_says_running_only_while_a_run_holds_the_folder(
         rows = _json(site / "data" / "events.json")["events"]
         return str(next(e["status"] for e in rows if e["slug"] == "slow_night"))
 
-    proc = subprocess.Popen([sys.executable, "-m", "arena", "tournament", str(toml), "--out",
-                             str(out), "--resamples", "5"], env=arena_sandbox.env, cwd=REPO,
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(arena_command("tournament", str(toml), "--out", str(out),
+                                          "--resamples", "5"),
+                            env=arena_sandbox.env, cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert wait_until(lambda: _done_games(out) >= 2 or proc.poll() is not None, 120)
+        assert wait_until(lambda: done_games(out) >= 2 or proc.poll() is not None, 120)
         assert proc.poll() is None, proc.communicate()
         while_running = status()
         proc.send_signal(signal.SIGINT)

@@ -17,7 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import REPO, arena_in_process, tournament_toml
+from conftest import REPO, arena_in_process, done_games, tournament_toml
 
 from arena.model.files import claim_folder
 from arena.tournament.lock import LOCK_NAME, PROBE_WAIT_S, Held, RunLock, run_holds
@@ -40,16 +40,6 @@ def arena(*args: str) -> subprocess.CompletedProcess[str]:
     """``arena ARGS`` in this process, against the folder of a real arena process that
     :func:`start` runs (the lock is flock's: it holds between processes)."""
     return arena_in_process(*args, cwd=REPO)
-
-
-def done_games(folder: Path) -> int:
-    try:  # read-only: a plain connect would make an empty store before the arena does
-        with closing(sqlite3.connect(f"file:{folder / 'tournament.sqlite'}?mode=ro",
-                                     uri=True, timeout=5)) as db:
-            return int(db.execute(
-                "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> int:

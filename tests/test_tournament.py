@@ -24,6 +24,7 @@ from conftest import (
     REPO,
     arena_in_process,
     bot_cmd,
+    done_games,
     is_bwrap,
     processes_with,
     tournament_toml,
@@ -87,18 +88,6 @@ def socket_folders() -> list[Path]:
 def _sockets_folder() -> Iterator[None]:
     yield
     shutil.rmtree(SOCKETS, ignore_errors=True)
-
-
-def done_games(folder: Path) -> int:
-    path = folder / "tournament.sqlite"
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=5) as db:
-            return int(db.execute(
-                "SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def wait_for_games(folder: Path, count: int, proc: subprocess.Popen[str]) -> None:
