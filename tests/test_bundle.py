@@ -128,6 +128,11 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: archive(lambda t: entry(t, "here", kind=tarfile.SYMTYPE, link="."),
                         lambda t: entry(t, "out", kind=tarfile.SYMTYPE, link="here/..")),
         "a link leaving the bundle"),
+    "a chain of links made before the links it goes through": (
+        lambda: archive(lambda t: entry(t, "c", kind=tarfile.SYMTYPE, link="b/.."),
+                        lambda t: entry(t, "b", kind=tarfile.SYMTYPE, link="x/.."),
+                        lambda t: entry(t, "x", kind=tarfile.SYMTYPE, link=".")),
+        "a link leaving the bundle"),
     "file written through a symlink": (
         lambda: archive(lambda t: entry(t, "d", kind=tarfile.SYMTYPE, link="sub"),
                         lambda t: entry(t, "d/passwd", b"x")),

@@ -13,9 +13,10 @@ than the caps allow:
 - an entry below a symbolic link or below a file (the tar trick of writing through a
   link planted earlier);
 - hard links, device files, fifos and any other special entry;
-- a symbolic link whose target, resolved inside the unpacked folder, leaves it (links
-  that stay inside, as in ``node_modules/.bin``, are kept; they are made after every file,
-  so nothing is ever written through one).
+- a symbolic link whose target, resolved in the whole unpacked folder (every link of the
+  archive in place, so that a chain of links is judged as the bot will meet it), leaves
+  it, or a loop of links (links that stay inside, as in ``node_modules/.bin``, are kept;
+  they are made after every file, so nothing is ever written through one).
 
 Files are written with ``O_EXCL | O_NOFOLLOW`` into a fresh folder of the store's
 ``.incoming/``, fsynced, made read-only (files 0444, or 0555 when the archive gave them an
@@ -232,13 +233,11 @@ def _unpack_members(tar: tarfile.TarFile, dest: Path, caps: Caps) -> Unpacked:
             assert source is not None
             _write(target, source, member.size)
             files.append((name, bool(member.mode & 0o111)))
-    root = Path(os.path.realpath(dest))
     for name, link in links:
-        path = dest / name
-        os.symlink(link, path)
-        if not Path(os.path.realpath(path)).is_relative_to(root):
-            raise BundleError(f"entry {shown(name)}: a link leaving the bundle "
-                              f"(to {shown(link)})")
+        os.symlink(link, dest / name)
+    root = Path(os.path.realpath(dest))
+    for name, link in links:  # judged with every link of the archive in place
+        _check_link(dest / name, name, link, root)
     for name, executable in files:
         os.chmod(dest / name, 0o555 if executable else 0o444)
     folders = sorted((n for n, k in kinds.items() if k == "dir"), key=lambda n: -n.count("/"))
@@ -248,6 +247,23 @@ def _unpack_members(tar: tarfile.TarFile, dest: Path, caps: Caps) -> Unpacked:
         if name:
             os.chmod(folder, 0o555)
     return Unpacked(len(files), total)
+
+
+def _check_link(path: Path, name: str, link: str, root: Path) -> None:
+    """BundleError unless the link at ``path``, resolved in the whole unpacked tree (every
+    link of the archive in place, as the bot will meet them), stays inside ``root``.
+    Judged one by one as they were made, a chain such as ``c -> b/..``, ``b -> x/..``,
+    ``x -> .`` (in that order) passes each check while the later links do not exist yet,
+    and together leads out; judged here, it does not. A loop of links is refused too."""
+    try:
+        real = os.path.realpath(path, strict=True)
+    except FileNotFoundError:  # a dangling link: resolved as far as it goes
+        real = os.path.realpath(path)
+    except OSError:
+        raise BundleError(f"entry {shown(name)}: a loop of links (to {shown(link)})") from None
+    if not Path(real).is_relative_to(root):
+        raise BundleError(f"entry {shown(name)}: a link leaving the bundle "
+                          f"(to {shown(link)})")
 
 
 def _make_parents(dest: Path, parent: str, kinds: dict[str, str]) -> None:

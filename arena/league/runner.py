@@ -71,8 +71,8 @@ from arena.model.spec import command_args
 from arena.play.game import run_game
 from arena.play.pool import BotPool, DealsInFlight, leased_players
 from arena.play.referee import Player
-from arena.proc.bwrap import bot_folders
 from arena.proc.connection import HandshakeError
+from arena.proc.gate import own_folders
 from arena.stats.ratings import GameScores
 from arena.tournament.runner import job_of, stop_on_signal
 from arena.tournament.schedule import ScheduledGame
@@ -306,13 +306,15 @@ class League:
                        tuple(sorted(_limits(c.limits).items())), read_only, c.env,
                        tuple(str(h) for h in hide if h not in own),
                        None if remote.tls_ca is None else remote.tls_ca.decode(),
-                       remote.server_name, remote.token, remote.insecure, c.view)
+                       remote.server_name, remote.token, remote.insecure, c.view,
+                       None if c.within is None else str(c.within))
 
     def _folders(self, only: str | None = None) -> list[Path]:
         folders: list[Path] = []
         for bot in self.bots.values():
             if bot.entry.spec.kind == "cmd" and (only is None or bot.name == only):
-                folders += bot_folders(command_args(bot.entry.spec.value)[1:], bot.cwd)
+                folders += own_folders(command_args(bot.entry.spec.value)[1:], bot.cwd,
+                                       bot.entry.confinement.within)
         return folders
 
     def in_open_sets(self, name: str) -> bool:

@@ -171,6 +171,7 @@ def entry_json(entry: BotEntry, cwd: Path) -> str:
         "read_only": [str(p) for p in c.read_only], "env": [list(kv) for kv in c.env],
         "tls_ca": None if r.tls_ca is None else r.tls_ca.decode(),
         "server_name": r.server_name, "token": r.token, "insecure": r.insecure,
+        **({} if c.within is None else {"within": str(c.within)}),
     }, sort_keys=True)
 
 
@@ -186,7 +187,9 @@ def entry_from_json(name: str, text: str) -> tuple[BotEntry, Path]:
     limits = Limits().merged({k: int(v) for k, v in dict(data.get("limits", {})).items()})
     confinement = Confinement(bool(data.get("sandbox", True)), limits,
                               tuple(Path(p) for p in data.get("read_only", [])),
-                              tuple((str(k), str(v)) for k, v in data.get("env", [])))
+                              tuple((str(k), str(v)) for k, v in data.get("env", [])),
+                              within=(None if data.get("within") is None
+                                      else Path(str(data["within"]))))
     return BotEntry(name, spec, None, confinement), Path(str(data.get("cwd", ".")))
 
 

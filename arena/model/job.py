@@ -45,6 +45,8 @@ class SeatJob:
     insecure: bool = False
     view: str = "runtime"
     """What its sandbox shows of the machine's files (:attr:`Confinement.view`)."""
+    within: str | None = None
+    """The folder nothing of the bot may leave (:attr:`Confinement.within`)."""
 
     def spec(self) -> BotSpec:
         """How to reach the seat's bot."""
@@ -55,7 +57,8 @@ class SeatJob:
     def confinement(self) -> Confinement:
         """How the seat's bot processes are confined."""
         return Confinement(self.sandbox, Limits().merged(dict(self.limits)),
-                           tuple(Path(p) for p in self.read_only), self.env, self.view)
+                           tuple(Path(p) for p in self.read_only), self.env, self.view,
+                           None if self.within is None else Path(self.within))
 
     def to_key(self) -> str:
         """The seat as one string: equal for seats whose bots may share processes."""
@@ -99,7 +102,8 @@ class GameJob:
                 env=tuple((str(k), str(v)) for k, v in _get(s, "env", list)),
                 hide=tuple(_get(s, "hide", list)), view=str(s.get("view", "runtime")),
                 tls_ca=s.get("tls_ca"), server_name=_get(s, "server_name", str),
-                token=_get(s, "token", str), insecure=_get(s, "insecure", bool))
+                token=_get(s, "token", str), insecure=_get(s, "insecure", bool),
+                within=None if s.get("within") is None else str(s["within"]))
                 for s in _get(data, "seats", list))
             ids = _get(data, "wire_ids", list)
             return cls(

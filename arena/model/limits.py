@@ -56,3 +56,7 @@ class Confinement:
     """What the sandbox shows of the machine's files: ``runtime`` (what the bot's runtime
     needs, read into the page cache before it starts) or ``system`` (all of /usr and
     /opt; page-cache timing between bots is then open). See :mod:`arena.proc.view`."""
+    within: Path | None = None
+    """The folder nothing of the bot may leave (a league's bundle): its own folders, its
+    program and extra paths must lie inside it, and it is never copied for the bot. None
+    for an organiser's bot, whose command is taken as given. See :mod:`arena.proc.gate`."""

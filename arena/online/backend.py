@@ -259,7 +259,7 @@ class RunnerBackend(GameWatcher):
     def _entry(self, name: str, spec: str, folder: Path) -> str:
         limits = self.config.base.limits
         entry = BotEntry(name, BotSpec.parse(spec), None,
-                         Confinement(self.sandbox, limits, read_only=(folder,),
+                         Confinement(self.sandbox, limits, read_only=(folder,), within=folder,
                                      env=sdk_env()))
         return entry_json(entry, folder)
 

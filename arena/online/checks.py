@@ -59,7 +59,7 @@ class BundleCheck:
         except BotSpecError as e:
             await line(False, f"FAIL command: {e}")
             return False, "its command cannot be run"
-        confinement = Confinement(self.sandbox, self.limits, read_only=(folder,),
+        confinement = Confinement(self.sandbox, self.limits, read_only=(folder,), within=folder,
                                   env=sdk_env())
         try:
             league = ({self.games[0]: dict(self.options)} if self.games and self.options

@@ -19,6 +19,7 @@ from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
 from arena.proc import ids
 from arena.proc.cgroup import Cgroup, Mechanism
+from arena.proc.gate import SYSTEM_DIRS, check_view, own_folders, program_path, program_roots
 from arena.proc.images import MAX_IMAGES, image_for, image_mechanism, mount_script, place
 from arena.proc.seccomp import sealed_memfd
 from arena.proc.view import runtime_view
@@ -93,7 +94,7 @@ def sandbox_works() -> str | None:
     return None
 
 
-_SYSTEM_DIRS = ("/usr", "/opt")
+_SYSTEM_DIRS = tuple(str(d) for d in SYSTEM_DIRS)
 
 
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
@@ -105,16 +106,12 @@ def _existing(paths: list[Path]) -> list[Path]:
     return [p for p in paths if os.path.lexists(p)]
 
 
-def program_path(argv0: str, cwd: Path) -> Path | None:
-    """The program a command runs (absolute, symbolic links kept), None if not found."""
-    found = shutil.which(argv0) if os.sep not in argv0 else str(cwd / argv0)
-    return None if found is None else Path(found).absolute()
-
-
 def view_paths(args: list[str], cwd: Path, confinement: Confinement
                ) -> tuple[list[Path], list[Path], list[Path]]:
     """What a sandboxed bot's view binds read-only (some may not exist), its own folders
-    among them, and the paths inside them left out (besides the hidden ones)."""
+    among them, and the paths inside them left out (besides the hidden ones). Every path
+    goes through the gate (:mod:`arena.proc.gate`): :class:`~arena.proc.gate.GateError`
+    (one line) for a command that reaches beyond what the bot may show."""
     ro: list[Path] = [Path("/etc") / name for name in _ETC_FILES]
     excluded: list[Path] = []
     if confinement.view == "system":
@@ -129,9 +126,10 @@ def view_paths(args: list[str], cwd: Path, confinement: Confinement
         prefixes = {Path(sys.prefix), Path(sys.base_prefix)}
         ro += [r for r in program_roots(args[0], cwd) if r not in prefixes and
                not any(r.is_relative_to(d) for d in _SYSTEM_DIRS)]
-    own = bot_folders(list(args[1:]), cwd)
+    own = own_folders(list(args[1:]), cwd, confinement.within)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
+    check_view(ro, confinement.within)
     return ro, own, excluded
 
 
@@ -176,40 +174,6 @@ def view_images(roots: list[Path], exclude: list[Path], always: list[Path],
         if image is not None:
             out[root] = image
     return out
-
-
-def program_roots(argv0: str, cwd: Path) -> list[Path]:
-    """What a command's program needs to run: its folder, or its interpreter's prefix."""
-    roots: list[Path] = []
-    found = program_path(argv0, cwd)
-    if found is None:
-        return roots
-    program = found
-    resolved = program.resolve()
-    if resolved == Path(sys.executable).resolve() or program == Path(sys.executable):
-        roots += [Path(sys.prefix), Path(sys.base_prefix)]
-        # an editable install of this package: the SDK is the arena's own source folder
-        roots.append(Path(__file__).resolve().parents[1])  # arena/, above arena/proc
-    for path in (program, resolved):
-        if not any(path.is_relative_to(d) for d in _SYSTEM_DIRS):
-            roots.append(path.parent)
-    return roots
-
-
-def bot_folders(args: list[str], cwd: Path) -> list[Path]:
-    """The bot's own folder(s): the folder of each argument that names an existing file
-    (the script, the binary), read-only in the sandbox."""
-    folders: list[Path] = []
-    for arg in args:
-        if arg.startswith("-") or "\0" in arg:
-            continue
-        path = Path(arg) if os.path.isabs(arg) else cwd / arg
-        try:
-            if path.is_file():
-                folders.append(path.resolve().parent)
-        except OSError:
-            continue
-    return folders
 
 
 def seccomp_fd() -> int:
@@ -332,7 +296,8 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
             elif staged is not None:
                 try:
                     how = ids.staging(path, own=path in own,
-                                      hidden=tuple(Path(os.path.abspath(h)) for h in hide))
+                                      hidden=tuple(Path(os.path.abspath(h)) for h in hide),
+                                      copy=confinement.within is None)
                 except ValueError as e:
                     raise SandboxError(str(e)) from None
                 if how is not None:

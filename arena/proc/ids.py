@@ -309,14 +309,20 @@ class Staged:
     """What a copy leaves out: hidden folders inside it, relative to ``path``."""
 
 
-def staging(path: Path, own: bool, hidden: tuple[Path, ...] = ()) -> Staged | None:
+def staging(path: Path, own: bool, hidden: tuple[Path, ...] = (),
+            copy: bool = True) -> Staged | None:
     """How the bot's uid gets to see ``path``: None (directly: all of it readable by
-    others), or a :class:`Staged`. ``own``: the bot's own folder, whose files are
-    checked one by one, and which is copied (at most :data:`COPY_CAP_BYTES` and
-    :data:`COPY_CAP_FILES`, without the ``hidden`` folders inside it, which the copy
-    leaves out) where any of them is closed to others; ValueError (one line) when it is
-    too big to copy."""
+    others), or a :class:`Staged`. ``own``: the bot's own folder as the gate found it
+    (:mod:`arena.proc.gate`), whose files are checked one by one, and which is copied
+    (at most :data:`COPY_CAP_BYTES` and :data:`COPY_CAP_FILES`, without the ``hidden``
+    folders inside it, which the copy leaves out) where any of them is closed to others;
+    ValueError (one line) when it is too big to copy, or when ``copy`` is False (a bot
+    confined to its folder, a league's bundle: its folder is readable by everyone when
+    unpacked, so files closed to others in it are not the bot's to read)."""
     if own and not _own_readable(path):
+        if not copy:
+            raise ValueError(f"{path} has files other users cannot read: a bot confined to "
+                             f"its folder is never shown them")
         left_out = tuple(str(h.relative_to(path)) for h in hidden
                          if h.is_relative_to(path) and h != path)
         size, files = _folder_size(path, {path / name for name in left_out})

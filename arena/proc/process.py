@@ -368,10 +368,14 @@ class BotProcess:
         cache, so that reading it sets no bit another bot could time
         (:mod:`arena.proc.view`). Blocks: call it on a thread, before :meth:`spawn`.
         ``again``: a restart after a crash, on the bot's clock: what this process already
-        found warm is not walked again."""
+        found warm is not walked again. :class:`BotStartError` when its command reaches
+        beyond what it may show (:mod:`arena.proc.gate`)."""
         args = command_args(self.command)
         cwd = (self.cwd or Path.cwd()).absolute()
-        roots, exclude, always = warm_roots(args, cwd, self.confinement, self.hide)
+        try:
+            roots, exclude, always = warm_roots(args, cwd, self.confinement, self.hide)
+        except SandboxError as e:  # the gate refused its command (arena.proc.gate)
+            raise BotStartError(f"bot {self.name}: {e}") from None
         if not roots:
             return
         self._images = view_images(roots, exclude, always, self.hide)

@@ -20,6 +20,7 @@ from arena.model.limits import LIMIT_KEYS, VIEWS, Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
 from arena.proc.cgroup import usable_cores
+from arena.proc.gate import GateError, own_folders
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
 from arena.tournament.schedule import FORMATS, game_count
@@ -394,6 +395,11 @@ def _bots(where: str, raw: Any, limits: Limits, folder: Path, table: str = "bots
                                   f"{show(program)} not found"
                                   + (f" in {folder}" if os.sep in program
                                      and not os.path.isabs(program) else ""))
+            try:  # the gate of its files: an argument never leads out through a link
+                own_folders(command_args(spec.value)[1:], folder)
+            except GateError as e:
+                raise ConfigError(f"{where}: {key}.spec: bot {one_line(name, 40)}: "
+                                  f"{e}") from None
         if spec.kind == "unix":
             spec = BotSpec("unix", str(_in(folder, spec.value)))
         if spec.kind in ("grpc", "grpcs"):

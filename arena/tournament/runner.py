@@ -25,8 +25,8 @@ from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.game import run_game
 from arena.play.pool import BotPool, DealsInFlight, leased_players
-from arena.proc.bwrap import bot_folders
 from arena.proc.connection import HandshakeError
+from arena.proc.gate import own_folders
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
@@ -194,7 +194,7 @@ def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Pa
     for bot in config.bots:
         if bot.spec.kind == "cmd" and (only is None or bot.name == only):
             args = command_args(bot.spec.value)
-            folders += bot_folders(args[1:], config.folder)
+            folders += own_folders(args[1:], config.folder, bot.confinement.within)
     return folders
 
 
