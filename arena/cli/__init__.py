@@ -227,6 +227,9 @@ def _escape_what_cannot_be_encoded() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _escape_what_cannot_be_encoded()
+    from arena.proc.descriptors import raise_descriptor_limit
+
+    raise_descriptor_limit()  # a large field holds well over 1,024 descriptors
     try:
         args = _parser(argv).parse_args(argv)
         return COMMANDS[args.command](args)

@@ -1,6 +1,6 @@
 """Bot log files: one new file per process in a folder of the arena's (never a file
-written twice, never a planted symlink followed), and the thread that copies a
-process's stderr into it up to a size cap (:class:`LogPump`)."""
+written twice, never a planted symlink followed), and the one thread that copies every
+process's stderr into its log up to a size cap (:class:`LogPump`)."""
 
 from __future__ import annotations
 
@@ -39,70 +39,185 @@ STOP_DRAIN_S = 0.2
 """After the process has ended, how long the log pump still copies what its stderr holds
 before it lets go (a process the arena could not end may still hold the pipe)."""
 
+CHUNK = 65536
+"""The most one stream is read at a time before the pump turns to the next ready one: a
+chatty bot cannot starve the others' logs."""
 
-class LogPump:
-    """The thread that copies a process's stderr (the read end of a pipe, ``read_fd``)
-    into the open log file ``log_fd``, up to :data:`LOG_CAP_BYTES`. It owns both, and a
-    wake-up pipe: it ends at end of file (every writer gone), or :data:`STOP_DRAIN_S`
-    after :meth:`stop`, closing all its descriptors itself. :meth:`stop` writes one byte
-    and never waits, takes no lock and closes none of the pump's descriptors: a process
-    killed mid-write, or a writer that outlives it, cannot hang the arena's stop."""
+
+class _Stream:
+    """One process's stderr as the hub pumps it."""
+
+    __slots__ = ("deadline", "done", "log", "name", "read", "stop_asked", "written")
 
     def __init__(self, read_fd: int, log_fd: int, name: str) -> None:
-        os.set_blocking(read_fd, False)
-        self._read, self._log = read_fd, log_fd
+        self.read, self.log, self.name = read_fd, log_fd, name
+        self.written = 0
+        self.stop_asked = False
+        self.deadline: float | None = None
+        self.done = threading.Event()
+
+
+class _Hub:
+    """The one thread that copies every bot process's stderr into its log: an ``epoll``
+    set of the pipes' read ends (no limit on descriptor numbers, unlike ``select``, which
+    refuses one above 1,023), and a wake-up pipe for new streams and stops. It ends by
+    itself once it has no stream left; the next stream starts a new one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: dict[int, _Stream] = {}
+        self._added: list[_Stream] = []
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._stopped = False
-        self.thread = threading.Thread(target=self._pump, name=f"bot-log-{name}", daemon=True)
-        self.thread.start()
+        self._epoll = select.epoll()
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        self.alive = True
+        self.thread = threading.Thread(target=self._run, name="bot-logs", daemon=True)
 
-    def is_alive(self) -> bool:
-        return self.thread.is_alive()
+    def add(self, stream: _Stream) -> bool:
+        """Take ``stream`` (False: this hub is ending; use a new one)."""
+        with self._lock:
+            if not self.alive:
+                return False
+            self._added.append(stream)
+        self.wake()
+        return True
 
-    def stop(self) -> None:
-        """Tell the pump the process has ended (once; returns at once)."""
-        if self._stopped:
-            return
-        self._stopped = True
+    def wake(self) -> None:
         try:
             os.write(self._wake_w, b"x")
-        except OSError:  # the pump has already ended
+        except OSError:  # full (it will wake anyway) or closed (it has ended)
             pass
-        os.close(self._wake_w)
 
-    def _pump(self) -> None:
-        written = 0
-        deadline: float | None = None  # set by stop(): let go then
+    def _take_added(self) -> None:
+        with self._lock:
+            added, self._added = self._added, []
+        for stream in added:
+            self._streams[stream.read] = stream
+            try:
+                self._epoll.register(stream.read, select.EPOLLIN)
+            except OSError:
+                self._close(stream)
+
+    def _run(self) -> None:
         try:
             while True:
-                watched = [self._read] if deadline is not None else [self._read, self._wake_r]
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                ready, _, _ = select.select(watched, [], [], timeout)
-                if self._wake_r in ready:
-                    deadline = time.monotonic() + STOP_DRAIN_S
-                if self._read in ready:
-                    try:
-                        chunk = os.read(self._read, 65536)
-                    except BlockingIOError:
-                        chunk = None
-                    if chunk == b"":
-                        return  # every writer has gone
-                    if chunk and written < LOG_CAP_BYTES:
-                        room = LOG_CAP_BYTES - written
-                        _write_all(self._log, chunk[:room])
-                        written += min(room, len(chunk))
-                        if written >= LOG_CAP_BYTES:
-                            _write_all(self._log, b"\n[log cut off at the size limit]\n")
-                if deadline is not None and time.monotonic() >= deadline:
-                    return  # a writer outlives the process: what it writes now is lost
-        except OSError:
-            return
+                self._take_added()
+                now = time.monotonic()
+                for stream in list(self._streams.values()):
+                    if stream.stop_asked and stream.deadline is None:
+                        stream.deadline = now + STOP_DRAIN_S
+                    if stream.deadline is not None and now >= stream.deadline:
+                        self._close(stream)  # a writer outlives the process: let go
+                with self._lock:
+                    if not self._streams and not self._added:
+                        self.alive = False  # no new stream can come to this hub now
+                        return
+                deadlines = [s.deadline for s in self._streams.values()
+                             if s.deadline is not None]
+                timeout = -1.0 if not deadlines else max(0.0, min(deadlines) - now)
+                try:
+                    events = self._epoll.poll(timeout)
+                except InterruptedError:
+                    continue
+                for fd, _ in events:
+                    if fd == self._wake_r:
+                        try:
+                            while os.read(self._wake_r, 4096):
+                                pass
+                        except OSError:
+                            pass
+                        continue
+                    ready = self._streams.get(fd)
+                    if ready is not None:
+                        self._pump(ready)
         finally:
-            for fd in (self._read, self._wake_r, self._log):
+            for stream in list(self._streams.values()):
+                self._close(stream)
+            self._epoll.close()
+            for fd in (self._wake_r, self._wake_w):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+
+    def _pump(self, stream: _Stream) -> None:
+        try:
+            chunk = os.read(stream.read, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk == b"":
+            self._close(stream)  # every writer has gone
+            return
+        if stream.written < LOG_CAP_BYTES:
+            room = LOG_CAP_BYTES - stream.written
+            try:
+                _write_all(stream.log, chunk[:room])
+                stream.written += min(room, len(chunk))
+                if stream.written >= LOG_CAP_BYTES:
+                    _write_all(stream.log, b"\n[log cut off at the size limit]\n")
+            except OSError:  # the log's disk is full: what follows is lost, not the pump
+                stream.written = LOG_CAP_BYTES
+
+    def _close(self, stream: _Stream) -> None:
+        if self._streams.pop(stream.read, None) is not None:
+            try:
+                self._epoll.unregister(stream.read)
+            except (OSError, ValueError):
+                pass
+        for fd in (stream.read, stream.log):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        stream.done.set()
+
+
+_hub_lock = threading.Lock()
+_hub: _Hub | None = None
+
+
+def _pump_stream(stream: _Stream) -> None:
+    global _hub
+    with _hub_lock:
+        if _hub is None or not _hub.add(stream):
+            _hub = _Hub()
+            _hub.add(stream)
+            _hub.thread.start()
+
+
+class LogPump:
+    """A process's stderr (the read end of a pipe, ``read_fd``) copied into the open log
+    file ``log_fd``, up to :data:`LOG_CAP_BYTES`, by the one thread that pumps every bot's
+    stderr (``epoll``: any number of bots, any descriptor number). It owns both
+    descriptors: it lets go at end of file (every writer gone), or :data:`STOP_DRAIN_S`
+    after :meth:`stop`, closing them itself. :meth:`stop` writes one byte and never
+    waits, takes no lock the pump holds while it works and closes none of the pump's
+    descriptors: a process killed mid-write, or a writer that outlives it, cannot hang
+    the arena's stop."""
+
+    def __init__(self, read_fd: int, log_fd: int, name: str) -> None:
+        os.set_blocking(read_fd, False)
+        self._stream = _Stream(read_fd, log_fd, name)
+        _pump_stream(self._stream)
+
+    def is_alive(self) -> bool:
+        """Whether the pump still holds this process's stderr (its log may still grow)."""
+        return not self._stream.done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the pump has let go of this stream (for a thread; not the loop)."""
+        return self._stream.done.wait(timeout)
+
+    def stop(self) -> None:
+        """Tell the pump the process has ended (once; returns at once)."""
+        if self._stream.stop_asked:
+            return
+        self._stream.stop_asked = True
+        hub = _hub
+        if hub is not None:
+            hub.wake()
 
 
 def _write_all(fd: int, data: bytes) -> None:
