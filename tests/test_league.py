@@ -438,3 +438,26 @@ def test_bad_commands_get_one_line(tmp_path: Path) -> None:
         lines = got.stderr.strip().splitlines()
         assert len(lines) == 1, (argv, got.stderr)
         assert expected in lines[0], (argv, lines[0])
+
+
+def test_a_league_refuses_to_run_on_a_damaged_store(tmp_path: Path) -> None:
+    path = league_toml(tmp_path, bots=4)
+    out = tmp_path / "out"
+    ran = arena("league", "run", str(path), "--games", "4", "--resamples", "10", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    store = out / "tournament.sqlite"
+    with sqlite3.connect(store) as db:
+        page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        root = int(db.execute("SELECT rootpage FROM sqlite_master WHERE name = "
+                              "'sqlite_autoindex_games_2'").fetchone()[0])
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(store, "r+b") as f:  # an index's page: no record lives there
+        f.seek((root - 1) * page_size)
+        head = f.read(16)
+        f.seek((root - 1) * page_size)
+        f.write(bytes(b ^ 0x5A for b in head))
+    again = arena("league", "run", str(path), "--games", "4", "--resamples", "10",
+                  cwd=tmp_path)
+    assert again.returncode == 2, again.stderr
+    assert "the store file is damaged" in again.stderr and "not run" in again.stderr
+    assert again.stderr.count("\n") == 1

@@ -46,6 +46,7 @@ from arena.model.spec import BotSpec, command_args
 from arena.proc.bwrap import sandbox_works
 from arena.proc.connection import HandshakeError
 from arena.proc.reaper import start_cleanup
+from arena.tournament.audit import damage_text, file_damage
 from arena.tournament.config import BotEntry, ConfigError
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError
@@ -218,6 +219,15 @@ def _open(config: LeagueConfig, lock: RunLock) -> Store:
                 os.chmod(path, 0o600)
     except StoreError as e:
         raise LeagueUsage(str(e)) from None
+    try:
+        problems = file_damage(store, quick=True)  # never write into a damaged file
+    except StoreError as e:
+        store.close()
+        raise LeagueUsage(str(e)) from None
+    if problems:
+        text = damage_text(store, problems)
+        store.close()
+        raise LeagueUsage(f"{text}; not run (arena verify says more)")
     try:
         _prepare(config, store)
     except BaseException:

@@ -154,7 +154,7 @@ def _verify_folder(folder: Path, head: str | None) -> int:
     does not hold, 3 for one that could not be read (a full disk or temporary space, an
     I/O error): that says nothing about what it holds."""
     from arena.match.schedule import planned_games
-    from arena.tournament.audit import AuditError, verify_store
+    from arena.tournament.audit import AuditError, damage_text, file_damage, verify_store
     from arena.tournament.store import STORE_NAME, Store, StoreError, StoreIOError, store_error
 
     if not Store.exists(folder):
@@ -164,6 +164,10 @@ def _verify_folder(folder: Path, head: str | None) -> int:
     notes: list[str] = []
     try:
         with Store.open_readonly(folder) as store, store.snapshot():
+            problems = file_damage(store)  # the file first: every page, not only records'
+            if problems:
+                print(damage_text(store, problems), file=sys.stderr)
+                return 1
             notes = check_seasons(store)
             count, end = verify_store(store, head, [planned_games, league_planner(store)])
     except StoreIOError as e:

@@ -40,6 +40,7 @@ from arena.report.text import (
     render_markdown,
     write_leaderboard,
 )
+from arena.tournament.audit import damage_text, file_damage
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lock import LOCK_NAME, LockError, RunLock
 from arena.tournament.runner import RunSummary, TournamentError, prepare, run
@@ -118,6 +119,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 2
     with store:
+        problems = file_damage(store, quick=True)  # never write into a damaged file
+        if problems:
+            print(damage_text(store, problems) + "; not run (arena verify says more)",
+                  file=sys.stderr)
+            return 2
         try:
             seed, commitment = prepare(config, store)
         except TournamentError as e:

@@ -1,23 +1,30 @@
-"""``arena verify DIR``: re-check a tournament store, record by record and link by link.
+"""``arena verify DIR``: re-check a tournament store, its file first, then record by
+record and link by link.
 
-Every finished game is re-played by the rules (:func:`arena.model.record.verify_record`), the
-results chain is walked from the genesis to the head in ``meta`` (:mod:`arena.model.chain`), and
-what the leaderboard reads beside the records (the games table's seats, seed and schedule
-position, and the ``results``, ``faults`` and ``latencies`` rows) is checked against the
-chained records. The first discrepancy raises :class:`AuditError` naming the game.
+The file comes first (:func:`file_damage`): SQLite's own integrity check, which reads
+every page, also those no record lives on (an index's, a free page), so a store damaged
+where the export does not look is not certified, and a run does not write into damage it
+would meet later (``arena tournament`` and ``arena league`` run the quicker check at
+start and refuse such a store). Then every finished game is re-played by the rules
+(:func:`arena.model.record.verify_record`), the results chain is walked from the
+genesis to the head in ``meta`` (:mod:`arena.model.chain`), and what the leaderboard
+reads beside the records (the games table's seats, seed and schedule position, and the
+``results``, ``faults`` and ``latencies`` rows) is checked against the chained records.
+The first discrepancy raises :class:`AuditError` naming the game.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from arena.model.chain import ChainError, ChainWalk, Link, genesis
 from arena.model.record import RecordError, verify_record
 from arena.tournament.schedule import ScheduledGame, schedule
-from arena.tournament.store import Store, StoredGame
+from arena.tournament.store import Store, StoredGame, StoreIOError, store_error
 
 
 class AuditError(ValueError):
@@ -28,6 +35,63 @@ Planner = Callable[[Mapping[str, str]], Iterable[ScheduledGame] | None]
 """The schedule a store's games were played from, made from its metadata (None when the
 metadata is not of that kind): the layer above gives :func:`verify_store` those of the
 other kinds of run (a match's)."""
+
+
+FILE_PROBLEMS = 10
+"""The most problems SQLite's check lists (it stops there: bounded time and memory)."""
+
+
+def file_damage(store: Store, quick: bool = False) -> list[str]:
+    """What SQLite's own check finds wrong with the store's file (``[]``: sound):
+    ``PRAGMA integrity_check``, or with ``quick`` the ``quick_check`` (every page read,
+    without cross-checking the indexes against their tables: linear, for the start of a
+    run). Both are streamed by SQLite and stop after :data:`FILE_PROBLEMS` problems.
+    :class:`~arena.tournament.store.StoreIOError` when the file cannot be read at all
+    (a read error, not damage)."""
+    pragma = "quick_check" if quick else "integrity_check"
+    try:
+        rows = store.db.execute(f"PRAGMA {pragma}({FILE_PROBLEMS})").fetchall()
+    except sqlite3.DatabaseError as e:
+        error = store_error(e, store.path, "check")
+        if isinstance(error, StoreIOError):
+            raise error from None
+        return [str(e)]
+    problems = [str(r[0]) for r in rows]
+    return [] if problems == ["ok"] else problems
+
+
+def readable_games(store: Store) -> tuple[int, int | None]:
+    """How many finished games' records can still be read from a damaged store, one by
+    one, and how many finished games it lists (None when not even the list can be read)."""
+    try:
+        ids = [str(r[0]) for r in store.db.execute(
+            "SELECT id FROM games WHERE status = 'done'").fetchall()]
+    except sqlite3.DatabaseError:
+        return 0, None
+    readable = 0
+    for game_id in ids:
+        try:
+            row = store.db.execute("SELECT record FROM games WHERE id = ?",
+                                   (game_id,)).fetchone()
+            if row is not None:
+                json.loads(row[0])
+                readable += 1
+        except (sqlite3.DatabaseError, ValueError, TypeError):
+            continue
+    return readable, len(ids)
+
+
+def damage_text(store: Store, problems: Sequence[str]) -> str:
+    """One line naming a damaged store: SQLite's first finding, how many more, and what
+    is still readable."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    readable, listed = readable_games(store)
+    still = ("not even the list of its games can be read" if listed is None else
+             f"{readable} of its {listed} finished games can still be read "
+             f"(arena export copies them out)")
+    first = " ".join(problems[0].split())[:160]
+    return (f"{store.path}: the store file is damaged: SQLite's integrity check: "
+            f"{first}{more}; {still}")
 
 
 def verify_store(store: Store, head: str | None = None,
