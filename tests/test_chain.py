@@ -608,3 +608,14 @@ def test_a_run_refuses_to_write_into_a_damaged_store(
     assert code == 2 and err.count("\n") == 1, err
     assert "the store file is damaged" in err and "not run (arena verify says more)" in err
     assert (out / "tournament.sqlite").read_bytes() == before  # nothing written
+
+
+def test_the_results_rows_give_a_resume_every_games_bots_and_totals(out: Path) -> None:
+    """What a resume's standings read (no record parsed) equals what the records say."""
+    from arena.tournament.store import Store
+
+    with Store.open_readonly(out) as store:
+        rows = list(store.iter_results())
+        records = [(tuple(g.bots), tuple(float(t) for t in g.record["totals"]))
+                   for g in store.iter_games()]
+    assert len(rows) == TOTAL and rows == records

@@ -68,3 +68,20 @@ def test_the_standings_are_the_incremental_elo_of_the_games_so_far() -> None:
     assert line is not None and line.endswith(
         "; Elo so far: " + ", ".join(f"{i}. {n} {ratings[n]:.0f}" for i, n in enumerate(
             sorted(ratings, key=lambda n: (-ratings[n], n)), start=1)))
+
+
+def test_the_first_game_of_a_run_gives_the_first_estimate_of_the_time_left() -> None:
+    """A long run's first line comes after its first game, not after a tenth of them
+    (at 50 games a line, a big field's first line came after five minutes)."""
+    clock = Clock()
+    report = ProgressReport(clock=clock)
+    report.start(total=1000, done=0)
+    lines = []
+    for _ in range(100):
+        clock.now += 2.0
+        line = report.game(("a", "b", "c"), (1, 2, 3), 0)
+        if line is not None:
+            lines.append(line)
+    assert [line.split(",")[0] for line in lines] == ["games 1/1000 (0%)", "games 50/1000 (5%)",
+                                                      "games 100/1000 (10%)"]
+    assert lines[0].startswith("games 1/1000 (0%), 2s elapsed, eta 33m18s, ")

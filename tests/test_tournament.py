@@ -144,6 +144,7 @@ def uninterrupted(tournament_file: Path, tmp_path_factory: pytest.TempPathFactor
     assert done.returncode == 0, done.stderr
     assert f"{TOTAL} of {TOTAL} games done" in done.stdout
     PRINTED["stderr"] = done.stderr
+    PRINTED["stdout"] = done.stdout
     return out
 
 
@@ -158,9 +159,11 @@ def test_progress_lines_with_eta_and_standings_when_not_a_terminal(
     found = [PROGRESS.fullmatch(line) for line in lines]
     assert lines and all(found), lines
     done = [int(m.group(1)) for m in found if m]
-    assert done == list(range(4, TOTAL + 1, 4))  # every 10% of 40 games
+    assert done == [1, *range(4, TOTAL + 1, 4)]  # after the first game, then every 10%
     assert all(int(m.group(2)) == TOTAL for m in found if m)
-    assert [m.group(5).startswith("eta ") for m in found if m] == [True] * 9 + [False]
+    assert [m.group(5).startswith("eta ") for m in found if m] == [True] * 10 + [False]
+    assert f"{TOTAL} games to play; a progress line after the first game and every 4 " \
+        "games, with the time left" in PRINTED["stdout"]
     last = found[-1]
     assert last is not None
     top = [last.group(7), last.group(9), last.group(11)]

@@ -44,7 +44,7 @@ from arena.tournament.audit import damage_text, file_damage
 from arena.tournament.config import ConfigError, TournamentConfig, load_config
 from arena.tournament.lock import LOCK_NAME, LockError, RunLock
 from arena.tournament.runner import RunSummary, TournamentError, prepare, run
-from arena.tournament.schedule import ScheduledGame
+from arena.tournament.schedule import ScheduledGame, game_count
 from arena.tournament.store import Store, StoreError
 
 
@@ -138,18 +138,26 @@ def run_command(args: argparse.Namespace) -> int:
                       soft_wrap=True, markup=False)
         out.print("seed commitment (SHA-256 of the seed's decimal string):", soft_wrap=True)
         print(commitment, flush=True)
+        total = game_count(config.format, len(config.bots), config.seats, config.deals,
+                           len(config.candidates), tables_per_bot=config.tables_per_bot)
+        report = ProgressReport(store.count_faults())
+        stored = store.count_done()
+        if stored:  # the standings so far, from the results rows, before any bot starts
+            report.standings.add_stored(store.iter_results())
+        out.print(f"{total} games" + (f", {stored} already played: {total - stored} to play"
+                                      if stored else " to play")
+                  + f"; a progress line after the first game and every "
+                    f"{report_every(total)} games, with the time left", soft_wrap=True)
         progress = Progress(
             TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
             TimeRemainingColumn(), TextColumn("faults {task.fields[faults]}"),
             console=err, disable=not err.is_terminal, transient=False)
         task: list[TaskID] = []
-        report = ProgressReport(store.count_faults())
 
         def started(total: int, done: int) -> None:
             if done:
                 out.print(f"resuming: {done} of {total} games already played")
-                report.standings.add_stored(store.iter_games())
             report.start(total, done)
             task.append(progress.add_task("games", total=total, completed=done,
                                           faults=report.faults, rate=""))
@@ -212,9 +220,10 @@ def duration_text(seconds: float) -> str:
 
 
 class ProgressReport:
-    """The progress lines of a tournament: every :func:`report_every` games (and at the
-    last), games done of the total, time elapsed in this run, the time left at this run's
-    pace, the faults, and the top of the standings by the incremental Elo
+    """The progress lines of a tournament: after the first game of the run (the first
+    estimate of the time left), then every :func:`report_every` games (and at the
+    last), games done of the total, time elapsed in this run, the time left at this
+    run's pace, the faults, and the top of the standings by the incremental Elo
     (:class:`~arena.report.board.QuickStandings`: cheap, no bootstrap). The same line on
     a terminal (above the progress bar) and in a log."""
 
@@ -239,7 +248,8 @@ class ProgressReport:
         self.done += 1
         self.faults += faults
         self.standings.add(bots, totals)
-        if self.done % self._every and self.done != self.total:
+        first = self.done == self._done_before + 1  # the first estimate of the time left
+        if self.done % self._every and self.done != self.total and not first:
             return None
         return self.line()
 

@@ -193,10 +193,11 @@ class QuickStandings:
         """One finished game: the bots by seat and their totals."""
         self._elo.add(GameScores("", tuple(bots), tuple(float(t) for t in totals)))
 
-    def add_stored(self, games: Iterable[StoredGame]) -> None:
-        """The games stored before this run (a resumed tournament)."""
-        for stored in games:
-            self.add(stored.bots, stored.record["totals"])
+    def add_stored(self, games: Iterable[tuple[Sequence[str], Sequence[float]]]) -> None:
+        """The games stored before this run (a resumed tournament): each one's bots and
+        totals by seat (:meth:`arena.tournament.store.Store.iter_results`)."""
+        for bots, totals in games:
+            self.add(bots, totals)
 
     def top(self, count: int) -> list[tuple[str, float, int]]:
         """The first ``count`` bots: (name, incremental Elo, games), best first (ties by

@@ -682,6 +682,26 @@ class Store:
         ).fetchone() is not None
 
     @_guarded("read")
+    @_guarded("read")
+    def iter_results(self) -> Iterator[tuple[tuple[str, ...], tuple[float, ...]]]:
+        """Every finished game's bots and totals by seat, in schedule order, from the
+        ``results`` rows alone (no record is read or parsed: what a resume's standings
+        need, at a fraction of :meth:`iter_games`'s cost)."""
+        bots: list[str] = []
+        totals: list[float] = []
+        current = None
+        for game_id, bot, score in self.db.execute(
+                "SELECT r.game_id, r.bot, r.score FROM games g JOIN results r"
+                " ON r.game_id = g.id WHERE g.status = 'done' ORDER BY g.seq, r.seat"):
+            if game_id != current and current is not None:
+                yield tuple(bots), tuple(totals)
+                bots, totals = [], []
+            current = game_id
+            bots.append(str(bot))
+            totals.append(float(score))
+        if current is not None:
+            yield tuple(bots), tuple(totals)
+
     def game_with_link(self, digest: str) -> str | None:
         """The id of the first finished game, in chain order, whose link is ``digest``
         (None if none): for ``arena verify`` to tell a reordered game from a removed one.
