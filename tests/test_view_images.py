@@ -11,8 +11,10 @@ and how an image follows its folder."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -307,3 +309,64 @@ def test_a_cap_that_is_not_a_number_is_said_once_and_the_default_used(
                    f"MiB; {images.OWN_MAX_MB} is used"], err
     monkeypatch.setenv("ARENA_VIEW_IMAGE_MAX_MB", "64")
     assert images._mb_setting() == 64
+
+
+def _make(folder: Path, text: str, size: int = 0) -> Path:
+    folder.mkdir()
+    (folder / "bot.py").write_text(text)
+    if size:
+        (folder / "data.bin").write_bytes(os.urandom(size))
+    for path in (folder / "bot.py", folder):
+        os.utime(path, ns=(10**18, 10**18))
+    if size:
+        os.utime(folder / "data.bin", ns=(10**18, 10**18))
+        os.utime(folder, ns=(10**18, 10**18))
+    return folder
+
+
+@needs_images
+def test_two_folders_of_the_same_content_share_one_image_on_disk(
+        own_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A virtual environment copied, a bot's folder in two checkouts: the images of two
+    folders with the same content are one file on disk (a hard link to it). Control: a
+    folder of other content has its own."""
+    one = _make(tmp_path / "one", "# the same\n", 1 << 20)
+    two = tmp_path / "two"
+    shutil.copytree(one, two)  # (copy2: the same modes and times)
+    os.utime(two, ns=(10**18, 10**18))
+    other = _make(tmp_path / "other", "# another\n", 1 << 20)
+    first, second, third = (images.image_for(f, fresh=True) for f in (one, two, other))
+    assert first is not None and second is not None and third is not None
+    assert first != second  # an image per folder...
+    assert os.stat(first).st_ino == os.stat(second).st_ino  # ...holding one content
+    assert os.stat(third).st_ino != os.stat(first).st_ino
+    assert "the same content as another folder's: stored once" in capsys.readouterr().err
+    contents = list((own_store / images.CONTENT).glob("*.erofs"))
+    assert len(contents) == 2
+    assert images._disk(own_store) == sum(os.stat(c).st_blocks * 512 for c in contents)
+
+
+@needs_images
+def test_the_images_are_kept_within_their_cap_the_oldest_unused_removed_first(
+        own_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Past ARENA_VIEW_IMAGE_CACHE_MB the images unused the longest go first, each with
+    its content once nothing links to it, and the arena says what it removed; an image
+    this process has just used is kept (a run's working set is not made again)."""
+    folders = [_make(tmp_path / f"f{i}", f"# {i}\n", 3 << 20) for i in range(4)]
+    made = [images.image_for(f, fresh=True) for f in folders[:3]]
+    assert all(m is not None for m in made)
+    for age, image in enumerate(made):  # f0 unused the longest, then f1, then f2
+        assert image is not None
+        os.utime(image, (time.time() - 3000 + age, time.time() - 3000 + age))
+    images._checked.clear()  # used by another process, long ago
+    capsys.readouterr()
+    monkeypatch.setenv("ARENA_VIEW_IMAGE_CACHE_MB", "7")  # room for two of the four
+    newest = images.image_for(folders[3], fresh=True)
+    assert newest is not None and newest.exists()
+    assert [m.exists() for m in made if m is not None] == [False, False, True]
+    assert images._disk(own_store) <= 7 << 20
+    assert len(list((own_store / images.CONTENT).glob("*.erofs"))) == 2
+    err = capsys.readouterr().err
+    assert "bot views: removed 2 image(s) unused the longest" in err
+    assert "within 7 MiB (ARENA_VIEW_IMAGE_CACHE_MB)" in err

@@ -71,6 +71,21 @@ KEEP_UNUSED_S = 86400.0
 each use) is removed when the next image is made: a bot's folder that is gone (a test's
 temporary folder, a retired entry's) leaves no image behind for long."""
 
+CACHE_MB = 4096
+"""The most disk the images may take in all, in MiB (``ARENA_VIEW_IMAGE_CACHE_MB`` sets
+another, beside ``ARENA_VIEW_IMAGE_DIR``): when an image made takes them past it, the
+images unused the longest go first (never one this process used within
+:data:`REWALK_S`: a run's working set is not thrown out and made again)."""
+
+IMAGE_UUID = "5f6c0b1e-7a2d-5c8e-9b41-3d2a7e6f0c19"
+"""The file-system UUID of every image (see :func:`_build`)."""
+
+CONTENT = "content"
+"""The folder of the store that holds each image's bytes once, named by their SHA-256:
+the image of a folder is a hard link to its content, so two folders with the same
+content (a virtual environment copied, a bot's folder in two checkouts) take the disk
+once."""
+
 BUILD_TIMEOUT_S = 600.0
 
 _SYS_MOUNT = {"x86_64": 165, "aarch64": 40, "riscv64": 40, "loongarch64": 40,
@@ -221,9 +236,13 @@ def _build(mechanism: ImageMechanism, root: Path, exclude: Sequence[Path],
     """``mkfs.erofs`` of ``root`` into ``image``: uncompressed, every file root's, the
     times kept (Python checks its cached byte code by them), no extended attributes;
     the contents of each ``exclude`` (inside ``root``) left out, the folder kept empty."""
-    args = [mechanism.mkfs, "--quiet", "--all-root", "-x-1", "--preserve-mtime"]
+    args = [mechanism.mkfs, "--quiet", "--all-root", "-x-1", "--preserve-mtime",
+            f"-U{IMAGE_UUID}"]
     for path in exclude:
         args.append(f"--exclude-regex=^{_regex(str(path.relative_to(root)))}/.")
+    # a fixed UUID: the same folder contents make the same bytes but for the build time
+    # (see _content_digest), which the store keeps once (CONTENT); each mount is still a
+    # file system of its own
     done = subprocess.run([*args, str(image), str(root)], capture_output=True,
                           timeout=BUILD_TIMEOUT_S, check=False)
     if done.returncode != 0:
@@ -231,18 +250,145 @@ def _build(mechanism: ImageMechanism, root: Path, exclude: Sequence[Path],
         raise OSError(f"mkfs.erofs of {root} failed: {why or f'exit {done.returncode}'}")
 
 
-def _prune(store: Path, keep: Path) -> None:
-    """Remove the images (and their locks) no bot process used for :data:`KEEP_UNUSED_S`."""
-    now = time.time()
-    for image in store.glob("*.erofs"):
+def _cache_mb() -> int:
+    """``ARENA_VIEW_IMAGE_CACHE_MB``, else :data:`CACHE_MB` (a bad value: the default)."""
+    text = os.environ.get("ARENA_VIEW_IMAGE_CACHE_MB", "").strip()
+    try:
+        return max(0, int(text)) if text else CACHE_MB
+    except ValueError:
+        return CACHE_MB
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What :func:`_prune` removed: images, and the bytes of disk that gave back."""
+
+    images: int = 0
+    bytes: int = 0
+
+
+def _remove(store: Path, image: Path) -> int:
+    """Remove one folder's image, its lock once it has no image, and its content once no
+    image links to it; the bytes of disk given back."""
+    freed = 0
+    try:
+        st = image.stat()
+        image.unlink()
+    except OSError:
+        return 0
+    prefix = image.name.split("-", 1)[0]
+    if not any(store.glob(f"{prefix}-*.erofs")):
+        (store / f".{prefix}.lock").unlink(missing_ok=True)
+    if st.st_nlink <= 1:
+        return st.st_blocks * 512  # an image of its own (from before contents were shared)
+    for content in (store / CONTENT).glob("*.erofs"):
         try:
-            if image != keep and now - image.stat().st_mtime > KEEP_UNUSED_S:
-                image.unlink()
-                prefix = image.name.split("-", 1)[0]
-                if not any(store.glob(f"{prefix}-*.erofs")):
-                    (store / f".{prefix}.lock").unlink(missing_ok=True)
+            cst = content.stat()
         except OSError:
             continue
+        if cst.st_ino == st.st_ino and cst.st_dev == st.st_dev and cst.st_nlink <= 1:
+            content.unlink(missing_ok=True)
+            freed = cst.st_blocks * 512
+    return freed
+
+
+def _disk(store: Path) -> int:
+    """The disk the store's images take: each content once (hard links counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for path in (*store.glob("*.erofs"), *(store / CONTENT).glob("*.erofs")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total
+
+
+def _prune(store: Path, keep: Path) -> Pruned:
+    """Remove the images (and their locks, and their contents once unlinked) no bot
+    process used for :data:`KEEP_UNUSED_S`; then, while the images take more than the
+    cap (:data:`CACHE_MB`), the ones unused the longest, never ``keep`` nor one this
+    process used within :data:`REWALK_S`. What it removed."""
+    now = time.time()
+    recent = {image for at, image in _checked.values() if time.monotonic() - at < REWALK_S}
+    removed = freed = 0
+    ages: list[tuple[float, Path]] = []
+    for image in store.glob("*.erofs"):
+        try:
+            used = image.stat().st_mtime
+        except OSError:
+            continue
+        if image == keep:
+            continue
+        if now - used > KEEP_UNUSED_S:
+            freed += _remove(store, image)
+            removed += 1
+        elif image not in recent:
+            ages.append((used, image))
+    cap = _cache_mb() << 20
+    if ages and _disk(store) > cap:
+        for _, image in sorted(ages):  # the oldest use first
+            freed += _remove(store, image)
+            removed += 1
+            if _disk(store) <= cap:
+                break
+    for orphan in (store / CONTENT).glob("*.erofs"):  # a content no image links to
+        try:
+            st = orphan.stat()
+        except OSError:
+            continue
+        if st.st_nlink <= 1 and now - st.st_mtime > BUILD_TIMEOUT_S:
+            orphan.unlink(missing_ok=True)
+            freed += st.st_blocks * 512
+    return Pruned(removed, freed)
+
+
+SUPERBLOCK = 1024
+"""Where an EROFS image's superblock starts."""
+
+_BUILD_STAMP = ((SUPERBLOCK + 4, SUPERBLOCK + 8), (SUPERBLOCK + 24, SUPERBLOCK + 36))
+"""The superblock's fields that differ between two images of the same contents: its
+checksum (offset 4) and its build time (offsets 24-35: seconds and nanoseconds). The
+files' own times are kept exactly (``--preserve-mtime``); a build time cannot be fixed
+without fixing them too (``-T``, ``SOURCE_DATE_EPOCH``)."""
+
+
+def _content_digest(path: Path) -> str:
+    """The SHA-256 of an image's bytes, its build stamp left out (:data:`_BUILD_STAMP`):
+    equal for two images of the same contents."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        head = bytearray(f.read(1 << 20))
+        for start, end in _BUILD_STAMP:
+            head[start:end] = bytes(end - start)
+        digest.update(head)
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()[:40]
+
+
+def _share(store: Path, partial: Path, image: Path) -> bool:
+    """Give ``image`` the bytes of ``partial`` (made, synced, 0600) through the store's
+    contents: a hard link to the content of the same bytes if one is there (``partial``
+    then goes), else ``partial`` becomes that content. Whether it was shared."""
+    contents = store / CONTENT
+    contents.mkdir(mode=0o700, exist_ok=True)
+    content = contents / f"{_content_digest(partial)}.erofs"
+    shared = True
+    try:
+        os.link(partial, content)
+        shared = False
+    except FileExistsError:
+        pass
+    try:
+        os.link(content, image)
+    except FileExistsError:
+        pass
+    partial.unlink(missing_ok=True)
+    return shared
 
 
 def _sync(path: Path) -> None:
@@ -401,18 +547,24 @@ def image_for(root: Path, exclude: Sequence[Path] = (), fresh: bool = False) -> 
                         _build(mechanism, root, inside, partial)
                         _sync(partial)
                         os.chmod(partial, 0o600)
-                        os.replace(partial, image)
+                        shared = _share(Path(store), partial, image)
                     finally:
                         partial.unlink(missing_ok=True)
                     took = time.monotonic() - began
-                    if took >= SAY_BUILD_S:
+                    if took >= SAY_BUILD_S or shared:
                         print(f"bot views: made the image of {root} "
-                              f"({image.stat().st_size / 1e6:,.0f} MB in {took:.1f} s)",
-                              file=sys.stderr, flush=True)
+                              f"({image.stat().st_size / 1e6:,.0f} MB in {took:.1f} s"
+                              + (", the same content as another folder's: stored once"
+                                 if shared else "") + ")", file=sys.stderr, flush=True)
                     for old in Path(store).glob(f"{prefix}-*.erofs"):
                         if old != image:
-                            old.unlink(missing_ok=True)  # a mounted one lives on until unmounted
-                    _prune(Path(store), image)
+                            _remove(Path(store), old)  # a mounted one lives on until unmounted
+                    pruned = _prune(Path(store), image)
+                    if pruned.images:
+                        print(f"bot views: removed {pruned.images} image(s) unused the "
+                              f"longest ({pruned.bytes / 1e6:,.0f} MB): the images are kept "
+                              f"within {_cache_mb():,} MiB (ARENA_VIEW_IMAGE_CACHE_MB) and "
+                              f"a day unused", file=sys.stderr, flush=True)
                 else:
                     os.utime(image)  # used: see KEEP_UNUSED_S
         except (OSError, subprocess.SubprocessError) as e:
