@@ -227,39 +227,101 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 TAIL_LINES = 3
-"""How many of a log's last lines a crash report quotes."""
+"""How many of a log's last lines a crash report quotes (when no line names the error)."""
 
 TAIL_CHARS = 120
 """The longest quote of a log's last lines in a crash report (its end is kept)."""
 
+CAUSE_CHARS = 160
+"""The longest quote of the line that names the error (its start is kept)."""
+
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-_])")
 """A terminal escape sequence (CSI, OSC or a two-character one), removed whole."""
 
+_ERROR = re.compile(r"\w*(?:Error|Exception)\b|\bpanic:|\bfatal(?: error)?:|\berror:|"
+                    r"\bERROR\b|\bFATAL\b|what\(\):|Segmentation fault|Abort(?:ed|ing)\b")
+"""A line that names an error: an exception's class (Python, Ruby, Java, Node.js), a Go
+panic, a C++ ``what():``, a runtime's ``error:`` or ``fatal:``."""
+
+_FRAME = re.compile(r"(?:at |from |File \"|\.\.\. \d+ more|#\d+ )|"
+                    r"\S+:\d+(?::\d+)?(?: \+0x[0-9a-f]+)?$")
+"""A line of a stack trace, stripped: a frame (Node.js and Java ``at``, Ruby ``from``,
+Python ``File "..."``, or a bare location such as Go's ``/src/main.go:12 +0x1d``), not
+the error's own line (Ruby's starts with its location too, then says what)."""
+
+
+def _clean_lines(text: str) -> list[str]:
+    kept = []
+    for line in _ESCAPE.sub("", text).splitlines():
+        line = "".join(c for c in line.replace("\t", " ") if c.isprintable()).strip()
+        if line:
+            kept.append(line)
+    return kept
+
+
+def _is_error(line: str) -> bool:
+    return bool(_ERROR.search(line)) and not _FRAME.match(line)
+
+
+def cause_line(lines: list[str]) -> str | None:
+    """The line of a log that names why the process died, or None: Python's exception
+    line (the last named one after its last ``Traceback``, which it prints last); for a
+    trace printed message first (Ruby, Node.js, Java, Go), the error line just above the
+    last run of frames (Java's last ``Caused by:``, the root cause); else the last line
+    that names an error (a C++ ``what():``, a runtime's ``error:``)."""
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")),
+                default=None)
+    if start is not None:
+        for line in reversed(lines[start + 1:]):
+            if _is_error(line):
+                return line
+    frames = [i for i, line in enumerate(lines) if _FRAME.match(line)]
+    if frames:
+        above = frames[-1]
+        while above >= 0 and _FRAME.match(lines[above]):
+            above -= 1
+        for line in reversed(lines[max(0, above - 5):above + 1]):
+            if _is_error(line):
+                return line
+    for line in reversed(lines):
+        if _is_error(line):
+            return line
+    return None
+
 
 def log_tail(path: Path, lines: int = TAIL_LINES, limit: int = TAIL_CHARS) -> str | None:
-    """The last non-blank ``lines`` of the log at ``path`` on one line, joined by `` | ``,
-    with escape sequences and every other control character removed, and cut at the
-    front to ``limit`` characters (``…`` first): the end of a log is where a crash says
-    why. ``""`` for an empty log, None for one that cannot be read."""
+    """What a crash report quotes of the log at ``path``, on one line, with escape
+    sequences and every other control character removed: the last non-blank ``lines``
+    joined by `` | `` where they hold the line that names the error
+    (:func:`cause_line`) within ``limit`` characters, or hold none; else that line first
+    and the last line after it (``CAUSE … LAST``); a tail without an error line is cut at
+    the front to ``limit`` characters (``…`` first): the end of a log is where a crash
+    says why.
+    ``""`` for an empty log, None for one that cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.fstat(f.fileno()).st_size - 8192))
             data = f.read()
     except OSError:
         return None
-    text = _ESCAPE.sub("", data.decode("utf-8", "replace"))
-    kept = []
-    for line in text.splitlines():
-        line = "".join(c for c in line.replace("\t", " ") if c.isprintable()).strip()
-        if line:
-            kept.append(line)
+    kept = _clean_lines(data.decode("utf-8", "replace"))
     tail = " | ".join(kept[-lines:])
+    cause = cause_line(kept)
+    if cause is not None and (cause not in kept[-lines:] or len(tail) > limit):
+        last = kept[-1]
+        if len(cause) > CAUSE_CHARS:
+            cause = cause[:CAUSE_CHARS - 1] + "…"
+        if last == cause or cause.startswith(last):
+            return cause
+        if len(last) > limit // 2:
+            last = "…" + last[-(limit // 2 - 1):]
+        return f"{cause} … {last}"
     return tail if len(tail) <= limit else "…" + tail[-(limit - 1):]
 
 
 def log_text(path: Path) -> str:
-    """A log named for a crash report: ``log PATH: "its last lines"`` (see
-    :func:`log_tail`), ``log PATH (empty)``, or ``log PATH`` when it cannot be read."""
+    """A log named for a crash report: ``log PATH: "the error's line … its last line"``
+    (see :func:`log_tail`), ``log PATH (empty)``, or ``log PATH`` when it cannot be read."""
     tail = log_tail(path)
     if tail is None:
         return f"log {path}"
