@@ -477,3 +477,60 @@ def test_a_leagues_options_are_its_first_complete_game(sandbox: Path) -> None:
     assert first["ok"] and "players=6" in first["reason"], first
     assert "hook_rule=true" in first["reason"], first
     assert "players=5" in second["reason"], second  # GAME_OPTIONS' second entry
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--option", "hook_rule=true"], "--option needs --game (or --from)"),
+    (["--game", "wizard", "--option", "colour=red"], "unknown option 'colour' for wizard"),
+    (["--game", "wizard", "--players", "9"], "players"),
+    (["--game", "trumps", "--from", "FILE"], "--game trumps, but"),
+])
+def test_the_game_the_bot_will_play_is_checked_for_sense_first(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str],
+        message: str) -> None:
+    league = tmp_path / "league.toml"
+    league.write_text('name = "cup"\ngame = "wizard"\nseats = 6\n')
+    argv = [str(league) if a == "FILE" else a for a in argv]
+    code, out, err = check_bot(capsys, tmp_path, RANDOM_BOT, *argv)
+    assert code == 2 and out == "", out
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_check_bot_plays_the_game_of_a_league_file_first(capsys: pytest.CaptureFixture[str],
+                                                         sandbox: Path) -> None:
+    """``--from FILE``: the league's game, seats, options and time per move first (as
+    the league's own checks of a submission do); ``--players`` and ``--option`` alike."""
+    league = sandbox / "league.toml"
+    league.write_text('name = "cup"\ngame = "wizard"\nseats = 6\n[options]\nhook_rule = true\n'
+                      '[time]\nmove_ms = 1500\n')
+    code, report = check_bot_json(capsys, sandbox, RANDOM_BOT, "--games", "2",
+                                  "--from", str(league))
+    checks = by_name(report)
+    assert code == 0 and report["ok"], checks
+    assert {c["game"] for c in report["checks"] if c["game"]} == {"wizard"}
+    first, second = checks["wizard: game 1"], checks["wizard: game 2"]
+    assert "players=6" in first["reason"] and "hook_rule=true" in first["reason"], first
+    assert "players=6" not in second["reason"], second  # then check-bot's own rotation
+    code, report = check_bot_json(capsys, sandbox, RANDOM_BOT, "--games", "1", "--game",
+                                  "trumps", "--players", "6", "--option", "announce=true")
+    first = by_name(report)["trumps: game 1"]
+    assert code == 0 and "players=6" in first["reason"] and "announce=true" in first["reason"]
+
+
+def test_a_passing_check_leaves_nothing_in_the_temporary_folder(
+        sandbox: Path) -> None:
+    """Without --log-dir the logs go to a temporary folder: removed when every check
+    passes (an SDK bot always logs a line), kept and named when one fails."""
+    env = dict(os.environ, TMPDIR=str(sandbox), PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "arena", "check-bot", "--no-sandbox",
+                           "--games", "1", "--game", "trumps", RANDOM_BOT], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not list(sandbox.glob("trick-arena-check-bot-*"))
+    failing = python_bot(BOTS / "illegal_bot.py")
+    done = subprocess.run([sys.executable, "-m", "arena", "check-bot", "--no-sandbox",
+                           "--games", "1", "--game", "wizard", failing], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    kept = list(sandbox.glob("trick-arena-check-bot-*"))
+    assert len(kept) == 1 and f"the bot's log is kept in {kept[0]}" in done.stdout
