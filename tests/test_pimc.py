@@ -14,8 +14,9 @@ from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd
 
 from arena.bots import make_bot
 from arena.bots.heuristic import HeuristicBot
-from arena.bots.pimc import MIN_SAMPLES, PimcBot, choose, planned_samples, survivors
+from arena.bots.pimc import MARGIN_MS, MIN_SAMPLES, PimcBot, choose, planned_samples, survivors
 from arena.model.record import verify_record
+from arena.model.spec import BotSpec, BotSpecError
 from arena.rules import Decision, Game, new_game
 from arena.rules.cards import WIZARD
 
@@ -44,7 +45,40 @@ def _play(game: Game, bots: dict[int, PimcBot], deadline_ms: int = 1000,
 
 def test_make_bot_builds_pimc() -> None:
     bot = make_bot("pimc", seed="7/1")
-    assert isinstance(bot, PimcBot) and bot.name == "pimc"
+    assert isinstance(bot, PimcBot) and bot.name == "pimc" and bot.ms is None
+    timed = make_bot("pimc:ms=200", seed="7/1")
+    assert isinstance(timed, PimcBot) and timed.ms == 200 and timed.name == "pimc:ms=200"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("pimc:colour=1", "pimc has no setting 'colour' (its settings: ms=N)"),
+    ("heuristic:ms=5", "heuristic has no setting 'ms' (it takes none)"),
+    ("pimc:ms=0", "ms must be a whole number in 1..600000"),
+    ("pimc:ms=fast", "ms must be a whole number in 1..600000"),
+])
+def test_a_builtin_bots_settings_are_checked_in_one_line(text: str, message: str) -> None:
+    with pytest.raises(BotSpecError) as refused:
+        BotSpec.parse(text)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_pimc_with_a_time_of_its_own_plans_on_it_whatever_the_move_allows() -> None:
+    """``pimc:ms=N``: the search plans on N ms (a 1 s move or a 10 s one alike), never on
+    more than the move's own time."""
+    game = new_game("wizard", {}, 4)
+    _play(game, {}, rounds=6)
+    view = game.view(game.to_move or 0)
+    own = make_bot("pimc:ms=100", seed=3)
+    assert isinstance(own, PimcBot)
+    plain = PimcBot(seed=3)
+    candidates = len(plain.candidates(view))
+    for move_ms in (1000, 10_000):
+        own.act_within(view, move_ms)
+        assert own.last_planned == planned_samples(view, candidates, 100 + MARGIN_MS)
+    plain.act_within(view, 1000)
+    assert plain.last_planned == planned_samples(view, candidates, 1000) > own.last_planned
+    own.act_within(view, 60)  # a move shorter than its own time: the move's
+    assert own.last_planned == planned_samples(view, candidates, 60)
 
 
 @pytest.mark.parametrize(("name", "options"), [

@@ -7,9 +7,10 @@ the built-in ones by name.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Protocol
 
-from arena.model.spec import BUILTIN_BOTS
+from arena.model.spec import BUILTIN_BOTS, BotSpecError, builtin_settings
 from arena.rules import View
 
 
@@ -45,19 +46,20 @@ def _heuristic(seed: int | str, name: str) -> Bot:
     return HeuristicBot(name=name)
 
 
-def _pimc(seed: int | str, name: str) -> Bot:
+def _pimc(seed: int | str, name: str, ms: int | None = None) -> Bot:
     from arena.bots.pimc import PimcBot
 
-    return PimcBot(seed, name)
+    return PimcBot(seed, name, ms=ms)
 
 
-FACTORIES = {
+FACTORIES: dict[str, Callable[..., Bot]] = {
     "random": lambda seed, name: RandomBot(seed, name),
     "heuristic": _heuristic,
     "pimc": _pimc,
 }
 """Factories of the built-in bots by name (:data:`arena.model.spec.BUILTIN_BOTS`, in that
-order): ``factory(seed, name) -> Bot``."""
+order): ``factory(seed, name, **settings) -> Bot`` (the settings of
+:data:`arena.model.spec.BUILTIN_SETTINGS`)."""
 
 
 class UnknownBot(ValueError):
@@ -65,10 +67,14 @@ class UnknownBot(ValueError):
 
 
 def make_bot(name: str, seed: int | str = 0) -> Bot:
-    """The built-in bot called ``name``, seeded with ``seed``."""
+    """The built-in bot ``name`` (a spec such as ``pimc:ms=200``: its settings after the
+    colon), seeded with ``seed``."""
     try:
-        factory = FACTORIES[name]
-    except KeyError:
+        found = builtin_settings(name)
+    except BotSpecError as e:
+        raise UnknownBot(str(e)) from None
+    if found is None:
         raise UnknownBot(
             f"unknown bot {name!r}; allowed: {', '.join(BUILTIN_BOTS)}") from None
-    return factory(seed, name)
+    base, settings = found
+    return FACTORIES[base](seed, name, **settings)

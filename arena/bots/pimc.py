@@ -72,9 +72,12 @@ class PimcBot:
     """Determinized search: sample deals, play each action out, take the best mean."""
 
     def __init__(self, seed: int | str = 0, name: str = "pimc",
-                 samples: int | None = None) -> None:
+                 samples: int | None = None, ms: int | None = None) -> None:
         self.name = name
         self.seed = str(seed)
+        self.ms = ms
+        """A time of its own per decision (``pimc:ms=200``): it plans on the smaller of
+        this and the move's time. None: the move's whole time."""
         self.samples = samples
         """A fixed number of deals per decision, whatever the deadline and the clock
         (for tests and experiments); None (default): planned from the deadline."""
@@ -82,14 +85,20 @@ class PimcBot:
         self.policy = HeuristicBot()
         self.last_samples = 0
         """The number of deals the last decision searched (0: the heuristic's move)."""
+        self.last_planned = 0
+        """The deals of every candidate the last decision planned (the clock's brake may
+        stop it short of them)."""
 
     def act(self, view: View) -> int:
         return self.act_within(view, DEFAULT_MS)
 
     def act_within(self, view: View, deadline_ms: int) -> int:
-        """The action for ``view``, searched within ``deadline_ms``."""
+        """The action for ``view``, searched within ``deadline_ms`` (or its own
+        :attr:`ms`, if that is less)."""
+        if self.ms is not None:
+            deadline_ms = min(deadline_ms, self.ms + MARGIN_MS)
         started = time.perf_counter()
-        self.last_samples = 0
+        self.last_samples = self.last_planned = 0
         candidates = self.candidates(view)
         if len(candidates) == 1:
             return candidates[0]
@@ -98,6 +107,7 @@ class PimcBot:
         else:
             samples = planned_samples(view, len(candidates), deadline_ms)
             brake = started + BRAKE * (deadline_ms - MARGIN_MS) / 1000
+        self.last_planned = samples
         if samples < MIN_SAMPLES:
             return self.policy.act(view)
         rng = random.Random(position_key(view, self.seed))

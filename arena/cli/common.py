@@ -146,8 +146,8 @@ def split_bots(text: str) -> list[str]:
 
     out: list[str] = []
     for part in text.split(","):
-        known = part.strip() in (*BUILTIN_BOTS, HUMAN) or part.strip().startswith(
-            ("cmd:", "grpc://", "grpcs://", "unix:"))
+        known = part.strip() == HUMAN or part.strip().split(":")[0] in BUILTIN_BOTS or \
+            part.strip().startswith(("cmd:", "grpc://", "grpcs://", "unix:"))
         if out and not known and out[-1].startswith("cmd:"):
             out[-1] += "," + part
         else:

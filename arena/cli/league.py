@@ -47,7 +47,7 @@ from arena.proc.bwrap import sandbox_works
 from arena.proc.connection import HandshakeError
 from arena.proc.reaper import start_cleanup
 from arena.tournament.audit import damage_text, file_damage
-from arena.tournament.config import BotEntry, ConfigError
+from arena.tournament.config import BotEntry, ConfigError, folder_bots
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError
 
@@ -149,11 +149,19 @@ def add_parser(subparsers: Any) -> None:
         q.add_argument("--no-check", action="store_true",
                        help="skip arena check-bot's checks before the bot is queued")
 
-    add = sub.add_parser("add", help="add a bot to the league")
+    add = sub.add_parser("add", help="add bots to the league")
     common(add)
-    add.add_argument("name", metavar="NAME", help="the bot's name in the league")
-    add.add_argument("spec", metavar="SPEC", help="a built-in, cmd:COMMAND, grpc://, "
-                     "grpcs:// or unix:PATH (paths from the current folder)")
+    add.add_argument("name", metavar="NAME", nargs="?", help="the bot's name in the league")
+    add.add_argument("spec", metavar="SPEC", nargs="?", help="a built-in, cmd:COMMAND, "
+                     "grpc://, grpcs:// or unix:PATH (paths from the current folder)")
+    add.add_argument("more", metavar="NAME SPEC", nargs="*",
+                     help="more bots, each a name and a spec")
+    add.add_argument("--folders", type=Path, metavar="PATH",
+                     help="add every folder under PATH as a bot named after it, running "
+                          "its bot.toml's command (or --command) in that folder")
+    add.add_argument("--command", dest="folder_command", metavar="PATTERN",
+                     help="with --folders: the command of each ({folder} and {name} are "
+                          "replaced)")
     bot_flags(add)
     change(add)
 
@@ -261,7 +269,7 @@ def _prepare(config: LeagueConfig, store: Store) -> None:
         ensure_tables(store)
         folder = base.folder
         register_file_bots(store, [
-            LeagueBot(b.name, b.name, 1, None, b, folder, b.name in config.house,
+            LeagueBot(b.name, b.name, 1, None, b, b.cwd or folder, b.name in config.house,
                       config.house.get(b.name), "active") for b in base.bots])
     except StoreError as e:
         raise LeagueUsage(str(e)) from None
@@ -541,8 +549,10 @@ def _author(config: LeagueConfig, args: argparse.Namespace) -> int:
 # -- add, update, retire, close ---------------------------------------------------------
 
 
-def _entry(config: LeagueConfig, args: argparse.Namespace) -> tuple[BotEntry, Path]:
-    """The bot the command line describes, checked as the file's bots are."""
+def _entry(config: LeagueConfig, args: argparse.Namespace,
+           folder: Path | None = None) -> tuple[BotEntry, Path]:
+    """The bot the command line describes (its command run in ``folder``, else the
+    current folder), checked as the file's bots are."""
     where = f"{PROG} {args.league_command}"
     try:
         check_name(args.name, "NAME")
@@ -552,7 +562,7 @@ def _entry(config: LeagueConfig, args: argparse.Namespace) -> tuple[BotEntry, Pa
         spec = parse_spec(args.spec, where)
     except FieldError as e:
         raise LeagueUsage(str(e)) from None
-    cwd = Path.cwd()
+    cwd = folder or Path.cwd()
     if spec.kind == "cmd":
         program = command_args(spec.value)[0]
         found = ((cwd / program).exists() if os.sep in program
@@ -578,7 +588,8 @@ def _entry(config: LeagueConfig, args: argparse.Namespace) -> tuple[BotEntry, Pa
     return BotEntry(args.name, spec, None, confinement), cwd
 
 
-def _check(config: LeagueConfig, entry: BotEntry, name: str) -> str | None:
+def _check(config: LeagueConfig, entry: BotEntry, name: str,
+           cwd: Path | None = None) -> str | None:
     """Run check-bot's checks on the bot (sandboxed as in a league game); None if it
     passes, else why not (one line)."""
     from arena.checkbot.checker import run_checks
@@ -588,9 +599,11 @@ def _check(config: LeagueConfig, entry: BotEntry, name: str) -> str | None:
     log_dir = temp_dir("trick-arena-league-check-")
     try:
         start_cleanup()
+        base = config.base  # the league's own game first, as a submission's check plays
+        options = {base.game: {**base.options, "players": base.seats}}
         report = run_interruptible(run_checks, entry.spec, str(entry.spec),
-                                   [config.base.game], config.base.move_ms, 1, log_dir,
-                                   entry.confinement)
+                                   [base.game], base.move_ms, 1, log_dir,
+                                   entry.confinement, cwd, options)
     except HandshakeError as e:
         return f"cannot start: {clean(str(e))}"
     finally:
@@ -604,19 +617,59 @@ def _check(config: LeagueConfig, entry: BotEntry, name: str) -> str | None:
 
 
 def _add(config: LeagueConfig, args: argparse.Namespace) -> int:
+    """``add`` (one bot, several NAME SPEC pairs, or every folder under ``--folders``)
+    and ``update``: each bot checked, then sent as a request of its own; the first
+    failure's exit code (the others are still tried)."""
     if args.wait <= 0:
         raise LeagueUsage("--wait must be positive")
-    entry, cwd = _entry(config, args)
-    if not args.no_check:
-        problem = _check(config, entry, args.name)
-        if problem is not None:
-            print(f"{PROG} {args.league_command}: bot {args.name} refused: {problem}",
-                  file=sys.stderr)
-            return 1
-    request = {"id": inbox.new_id(), "kind": args.league_command, "name": args.name,
-               "entry": entry_json(entry, cwd), "keep": bool(getattr(args, "keep", False)),
-               "at": time.time()}
-    return _send(config, request, args.wait)
+    wanted = _wanted(args)
+    entries = []
+    for name, spec, cwd in wanted:  # every bot checked before any is sent
+        one = argparse.Namespace(**{**vars(args), "name": name, "spec": spec})
+        entries.append((name, *_entry(config, one, cwd)))
+    code = 0
+    for name, entry, cwd in entries:
+        if not args.no_check:
+            problem = _check(config, entry, name, cwd)
+            if problem is not None:
+                print(f"{PROG} {args.league_command}: bot {name} refused: {problem}",
+                      file=sys.stderr)
+                code = code or 1
+                continue
+        request = {"id": inbox.new_id(), "kind": args.league_command, "name": name,
+                   "entry": entry_json(entry, cwd), "keep": bool(getattr(args, "keep", False)),
+                   "at": time.time()}
+        code = _send(config, request, args.wait) or code
+    return code
+
+
+def _wanted(args: argparse.Namespace) -> list[tuple[str, str, Path | None]]:
+    """The bots an ``add`` or ``update`` names: (name, spec, the folder it runs in or None
+    for the current one)."""
+    where = f"{PROG} {args.league_command}"
+    pairs = [args.name, args.spec, *getattr(args, "more", [])]
+    given = [p for p in pairs if p is not None]
+    folders = getattr(args, "folders", None)
+    if getattr(args, "folder_command", None) is not None and folders is None:
+        raise LeagueUsage(f"{where}: --command goes with --folders")
+    if len(given) % 2:
+        raise LeagueUsage(f"{where}: {given[-1]!r} has no spec: give NAME SPEC pairs")
+    wanted: list[tuple[str, str, Path | None]] = [
+        (given[i], given[i + 1], None) for i in range(0, len(given), 2)]
+    if folders is not None:
+        table: dict[str, Any] = {"path": str(folders.absolute())}
+        if args.folder_command is not None:
+            table["command"] = args.folder_command
+        try:
+            entries, left = folder_bots(where, [table], Path.cwd())
+        except ConfigError as e:
+            raise LeagueUsage(str(e)) from None
+        for name, reason in left:
+            print(f"note: bot {clean(name)} left out: {clean(reason)}", file=sys.stderr)
+        wanted += [(e["name"], e["spec"], Path(e["cwd"])) for e in entries]
+    if not wanted:
+        raise LeagueUsage(f"{where}: name a bot (NAME SPEC), or --folders PATH")
+    return wanted
 
 
 def _retire(config: LeagueConfig, args: argparse.Namespace) -> int:

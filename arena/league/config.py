@@ -39,6 +39,7 @@ from arena.tournament.config import (
     _seed,
     _str,
     _table,
+    folder_bots,
     parse_bots,
     parse_game,
     read_toml,
@@ -48,7 +49,7 @@ FORMAT = "league"
 """The store's ``format`` of a league (a tournament's is its schedule's)."""
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "bots", "house", "isolation", "limits", "cluster", "matchmaking"}
+        "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking"}
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _MATCHMAKING = {"top_weight", "new_games", "candidates", "met_weight", "top"}
 MAX_RATING = 10_000.0
@@ -157,9 +158,14 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
             raise ConfigError(f"{where}: house[{i}].rating: expected an Elo number "
                               f"-{MAX_RATING:.0f}..{MAX_RATING:.0f}, got {show(rating)}")
         house[bot.name] = None if rating is None else float(rating)
-    field_bots, left = parse_bots(where, data.get("bots"), limits, folder, seen=seen,
+    raw_bots = data.get("bots", [])
+    if not isinstance(raw_bots, list):
+        raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
+                          f"name and spec")
+    from_folders, left_out = folder_bots(where, data.get("folders", []), folder)
+    field_bots, left = parse_bots(where, raw_bots + from_folders, limits, folder, seen=seen,
                                   empty=True)
-    skipped += left
+    skipped += left_out + left
     mm = _table(where, "matchmaking", data.get("matchmaking", {}))
     _known(where, "matchmaking", mm, _MATCHMAKING)
     matchmaking = Matchmaking(

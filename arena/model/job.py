@@ -47,6 +47,16 @@ class SeatJob:
     """What its sandbox shows of the machine's files (:attr:`Confinement.view`)."""
     within: str | None = None
     """The folder nothing of the bot may leave (:attr:`Confinement.within`)."""
+    cwd: str = ""
+    """The folder its command runs in, relative to the job's (:attr:`GameJob.cwd`), or
+    absolute; "" for the job's own."""
+
+    def folder(self, job_cwd: str) -> Path | None:
+        """Where its command runs, for a job run in ``job_cwd`` (None: the process's own
+        working folder)."""
+        base = Path(job_cwd) if job_cwd else Path.cwd()
+        path = base / self.cwd if self.cwd else base
+        return path if job_cwd or self.cwd else None
 
     def spec(self) -> BotSpec:
         """How to reach the seat's bot."""
@@ -103,7 +113,8 @@ class GameJob:
                 hide=tuple(_get(s, "hide", list)), view=str(s.get("view", "runtime")),
                 tls_ca=s.get("tls_ca"), server_name=_get(s, "server_name", str),
                 token=_get(s, "token", str), insecure=_get(s, "insecure", bool),
-                within=None if s.get("within") is None else str(s["within"]))
+                within=None if s.get("within") is None else str(s["within"]),
+                cwd=str(s.get("cwd", "")))
                 for s in _get(data, "seats", list))
             ids = _get(data, "wire_ids", list)
             return cls(

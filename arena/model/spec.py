@@ -41,6 +41,37 @@ class Remote:
     """Plain ``grpc://`` to an address that is not this machine's loopback is allowed."""
 
 
+BUILTIN_SETTINGS: dict[str, dict[str, tuple[int, int]]] = {
+    "pimc": {"ms": (1, 600_000)},
+}
+"""The settings a built-in bot takes in its spec (``pimc:ms=200``), with their ranges."""
+
+
+def builtin_settings(text: str) -> tuple[str, dict[str, int]] | None:
+    """A built-in bot's spec as its name and settings (``pimc:ms=200`` -> ``("pimc",
+    {"ms": 200})``); None when ``text`` names no built-in bot; :class:`BotSpecError`
+    (one line) for a setting it does not take or a value out of range."""
+    base, sep, rest = text.partition(":")
+    if base not in BUILTIN_BOTS:
+        return None
+    if not sep:
+        return base, {}
+    known = BUILTIN_SETTINGS.get(base, {})
+    settings: dict[str, int] = {}
+    for part in rest.split(","):
+        key, eq, value = part.strip().partition("=")
+        if key not in known:
+            takes = (f"its settings: {', '.join(f'{k}=N' for k in known)}" if known else
+                     "it takes none")
+            raise BotSpecError(f"bot spec {text!r}: {base} has no setting {key!r} ({takes})")
+        low, high = known[key]
+        if not eq or not value.isdigit() or not low <= int(value) <= high:
+            raise BotSpecError(f"bot spec {text!r}: {key} must be a whole number in "
+                               f"{low}..{high}")
+        settings[key] = int(value)
+    return base, settings
+
+
 @dataclass(frozen=True, slots=True)
 class BotSpec:
     """How to reach a bot. ``kind`` is ``builtin``, ``cmd``, ``grpc``, ``grpcs`` or
@@ -53,7 +84,7 @@ class BotSpec:
     @classmethod
     def parse(cls, text: str) -> BotSpec:
         text = text.strip()
-        if text in BUILTIN_BOTS:
+        if builtin_settings(text) is not None:
             return cls("builtin", text)
         if text.startswith("cmd:"):
             command = text[4:].strip()

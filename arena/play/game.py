@@ -70,7 +70,8 @@ async def start_for_job(job: GameJob, entry: SeatJob, log_dir: Path,
     """A process of its own for ``entry``'s bot, confined as the seat says (its
     connection appended to ``started`` before it starts, for the caller to close), and
     the player at its seat: unreachable if it cannot start, as with the local runner."""
-    cwd = Path(job.cwd) if job.cwd and Path(job.cwd).is_dir() else None
+    folder = entry.folder(job.cwd)
+    cwd = folder if folder is not None and folder.is_dir() else None
     conn = BotConnection(entry.name, entry.spec(), log_dir, job.startup_ms / 1000,
                          cwd=cwd, confinement=entry.confinement(),
                          hide=tuple(Path(p) for p in entry.hide))
@@ -125,7 +126,8 @@ def hello_blocking(seat: SeatJob, game: str, startup_ms: int,
     start_cleanup()
     with tempfile.TemporaryDirectory(prefix="arena-hello-") as tmp:
         try:
+            folder = seat.folder(cwd)
             return trio.run(_hello, seat, game, startup_ms, Path(tmp),
-                            Path(cwd) if cwd and Path(cwd).is_dir() else None)
+                            folder if folder is not None and folder.is_dir() else None)
         except HandshakeError as e:
             return {"error": str(e)}

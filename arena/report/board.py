@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
-from arena.model.spec import BUILTIN_BOTS
+from arena.model.spec import BotSpecError, builtin_settings
 from arena.stats.ratings import (
     Comparisons,
     GameScores,
@@ -86,7 +86,10 @@ def bot_kind(spec: str | None) -> str | None:
         return "process"
     if spec.startswith(("grpc://", "grpcs://", "unix:")):
         return "remote"
-    return "builtin" if spec in BUILTIN_BOTS else None
+    try:
+        return "builtin" if builtin_settings(spec) is not None else None
+    except BotSpecError:
+        return None
 
 
 UNSANDBOXED = "(no sandbox)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import tomllib
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ class BotEntry:
     requires: str | None = None
     """A program that must be on PATH for this bot to take part (else it is left out)."""
     confinement: Confinement = field(default_factory=Confinement)
+    cwd: Path | None = None
+    """The folder a ``cmd:`` bot's command runs in (absolute); None: the file's folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +120,17 @@ class TournamentConfig:
 
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "schedule", "bots", "isolation", "limits", "cluster"}
+        "schedule", "bots", "folders", "isolation", "limits", "cluster"}
 ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _SCHEDULE = {"format", "deals", "candidates", "tables_per_bot"}
 _BOT = {"name", "spec", "requires", "sandbox", "read_only", "view", "env", "limits", "tls_ca",
-        "tls_server_name", "token", "token_env", "insecure"}
+        "tls_server_name", "token", "token_env", "insecure", "cwd"}
+_FOLDERS = {"path", "command", "prefix", "requires", "sandbox", "read_only", "view", "env",
+            "limits"}
+MANIFEST = "bot.toml"
+"""A bot folder's manifest (a league bundle's): its ``command`` runs in its folder."""
 _REMOTE_KEYS = ("tls_ca", "tls_server_name", "token", "token_env", "insecure")
 _TOKEN = re.compile(r"[!-~]+")
 """A bearer token: printable ASCII without spaces (it travels as call metadata)."""
@@ -222,7 +229,16 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
     folder = Path(os.path.abspath(path)).parent
-    bots, skipped = _bots(where, data.get("bots"), limits, folder)
+    raw_bots = data.get("bots", [])
+    if not isinstance(raw_bots, list):
+        raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
+                          f"name and spec")
+    from_folders, left_out = folder_bots(where, data.get("folders", []), folder)
+    if not raw_bots and not from_folders and left_out:
+        raise ConfigError(f"{where}: folders: no bot: every folder was left out; the first: "
+                          f"{left_out[0][1]}")
+    bots, skipped = _bots(where, raw_bots + from_folders, limits, folder)
+    skipped = left_out + skipped
     names = [b.name for b in bots]
     if len(bots) < seats:
         note = f" ({len(skipped)} left out: {', '.join(n for n, _ in skipped)})" if skipped else ""
@@ -387,16 +403,25 @@ def _bots(where: str, raw: Any, limits: Limits, folder: Path, table: str = "bots
             if "\0" in requires or shutil.which(requires) is None:
                 skipped.append((name, f"{requires} is not installed"))
                 continue
+        cwd = None
+        if "cwd" in entry:
+            cwd = _in(folder, _str(where, f"{key}.cwd", entry["cwd"]))
+            if not cwd.is_dir():
+                raise ConfigError(f"{where}: {key}.cwd: {show(str(cwd))} is not a folder "
+                                  f"(relative paths are taken from the file's folder)")
+            if spec.kind != "cmd":
+                raise ConfigError(f"{where}: {key}.cwd: only for a cmd: bot, not {spec}")
+        runs_in = cwd or folder
         if spec.kind == "cmd":
             program = command_args(spec.value)[0]
-            if not (_exists(_in(folder, program)) if os.sep in program
+            if not (_exists(_in(runs_in, program)) if os.sep in program
                     else shutil.which(program) is not None):
                 raise ConfigError(f"{where}: {key}.spec: bot {one_line(name, 40)}: cannot start: "
                                   f"{show(program)} not found"
-                                  + (f" in {folder}" if os.sep in program
+                                  + (f" in {runs_in}" if os.sep in program
                                      and not os.path.isabs(program) else ""))
             try:  # the gate of its files: an argument never leads out through a link
-                own_folders(command_args(spec.value)[1:], folder)
+                own_folders(command_args(spec.value)[1:], runs_in)
             except GateError as e:
                 raise ConfigError(f"{where}: {key}.spec: bot {one_line(name, 40)}: "
                                   f"{e}") from None
@@ -411,8 +436,70 @@ def _bots(where: str, raw: Any, limits: Limits, folder: Path, table: str = "bots
                     raise ConfigError(f"{where}: {key}.{k}: only for a grpc:// or grpcs:// "
                                       f"bot, not {spec}")
         bots.append(BotEntry(name, spec, requires,
-                             _confinement(where, key, entry, limits, folder)))
+                             _confinement(where, key, entry, limits, folder), cwd))
     return bots, skipped
+
+
+def folder_bots(where: str, raw: Any, folder: Path
+                ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The ``[[folders]]`` tables of a file as ``[[bots]]`` entries: every folder under
+    ``path`` (hidden ones aside) is a bot named after it (``prefix`` first), whose
+    ``command`` (``{folder}`` and ``{name}`` replaced), else its ``bot.toml``'s, runs in
+    that folder; the other keys are a ``[[bots]]`` entry's. The entries, and the folders
+    left out (name, reason): one with no ``bot.toml`` where a command is needed."""
+    if raw == []:
+        return [], []
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise ConfigError(f"{where}: folders: expected a list of [[folders]] tables, each "
+                          f"with path")
+    entries: list[dict[str, Any]] = []
+    left: list[tuple[str, str]] = []
+    for i, table in enumerate(raw):
+        key = f"folders[{i}]"
+        _known(where, key, table, _FOLDERS)
+        under = _in(folder, _str(where, f"{key}.path", table.get("path")))
+        if not under.is_dir():
+            raise ConfigError(f"{where}: {key}.path: {show(str(under))} is not a folder "
+                              f"(relative paths are taken from the file's folder)")
+        pattern = table.get("command")
+        if pattern is not None:
+            pattern = _str(where, f"{key}.command", pattern)
+        prefix = _str(where, f"{key}.prefix", table.get("prefix", "")) if "prefix" in table \
+            else ""
+        rest = {k: v for k, v in table.items() if k not in ("path", "command", "prefix")}
+        found = sorted(p for p in under.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not found:
+            raise ConfigError(f"{where}: {key}.path: {show(str(under))} holds no folder")
+        for bot_folder in found:
+            name = prefix + bot_folder.name
+            if pattern is not None:
+                command = pattern.replace("{folder}", shlex.quote(str(bot_folder))) \
+                    .replace("{name}", shlex.quote(bot_folder.name))
+            else:
+                command = _manifest_command(where, key, bot_folder)
+                if command is None:
+                    left.append((name, f"{bot_folder} has no {MANIFEST} and {key} gives no "
+                                       f"command"))
+                    continue
+            entries.append({**rest, "name": name, "spec": f"cmd:{command}",
+                            "cwd": str(bot_folder)})
+    return entries, left
+
+
+def _manifest_command(where: str, key: str, bot_folder: Path) -> str | None:
+    """The ``command`` of a bot folder's ``bot.toml`` (None where it has none)."""
+    path = bot_folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{where}: {key}: {path}: not a readable TOML file: "
+                          f"{one_line(str(e), 80)}") from None
+    command = data.get("command")
+    if not isinstance(command, str) or not command.strip() or "\n" in command:
+        raise ConfigError(f"{where}: {key}: {path}: command must be one line of text")
+    return command
 
 
 def _remote(where: str, key: str, name: str, entry: dict[str, Any], spec: BotSpec,

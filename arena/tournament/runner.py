@@ -27,7 +27,7 @@ from arena.play.game import run_game
 from arena.play.pool import BotPool, DealsInFlight, leased_players
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
-from arena.tournament.config import TournamentConfig
+from arena.tournament.config import BotEntry, TournamentConfig
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
 from arena.tournament.writer import StoreWriter, store_writer
@@ -173,7 +173,7 @@ def seat_jobs(config: TournamentConfig) -> dict[str, SeatJob]:
             tuple(asdict(c.limits).items()), tuple(str(p) for p in c.read_only), c.env,
             tuple(str(h) for h in hide if h not in own),
             None if remote.tls_ca is None else remote.tls_ca.decode(), remote.server_name,
-            remote.token, remote.insecure, c.view)
+            remote.token, remote.insecure, c.view, cwd=seat_cwd(config, bot))
     return seats
 
 
@@ -188,13 +188,25 @@ def job_of(config: TournamentConfig, seed: int, scheduled: ScheduledGame,
         str((config.output / "logs").absolute()), str(config.folder))
 
 
+def seat_cwd(config: TournamentConfig, bot: BotEntry) -> str:
+    """A bot's own working folder for its seat: "" (the job's, the file's folder), or its
+    ``cwd`` relative to the file's folder where it lies inside it (so that a Ray node's
+    copy of that folder finds it), else absolute."""
+    if bot.cwd is None:
+        return ""
+    if bot.cwd.is_relative_to(config.folder):
+        return str(bot.cwd.relative_to(config.folder))
+    return str(bot.cwd)
+
+
 def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Path]:
     """The folders of the field's ``cmd:`` bots (hidden from every other bot)."""
     folders: list[Path] = []
     for bot in config.bots:
         if bot.spec.kind == "cmd" and (only is None or bot.name == only):
             args = command_args(bot.spec.value)
-            folders += own_folders(args[1:], config.folder, bot.confinement.within)
+            folders += own_folders(args[1:], bot.cwd or config.folder,
+                                   bot.confinement.within)
     return folders
 
 
@@ -212,7 +224,7 @@ async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[st
                 bot.confinement, config.isolation, config.deals,
                 hide=tuple(h for h in hide if h not in own),
                 spares=config.concurrency, max_idle=2 * config.concurrency + 2,
-                cwd=config.folder))
+                cwd=bot.cwd or config.folder))
     return pools
 
 
