@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from conftest import REPO
 from league_helpers import (
     CRASH_BOT,
     League,
@@ -447,3 +450,32 @@ def test_kill9_during_games_loses_nothing_acknowledged(own_league: League,
                 break
         else:
             raise AssertionError("no game after the restart")
+
+
+def test_arena_submit_exits_as_docs_submit_says(league: League, alice: str,
+                                                tmp_path: Path) -> None:
+    """docs/submit.md's exit codes are the command's: 1 when the league refuses (a wrong
+    token), 2 for a usage or connection error (no token at all), 0 for an answer."""
+    doc = " ".join((REPO / "docs" / "submit.md").read_text().split())
+    assert "Exit code 0: the bot joined" in doc and "1: refused or failed its checks" in doc
+    assert "(a wrong or revoked token" in doc and "2: a usage or connection error" in doc
+    assert league.ca is not None
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(league.ca)
+    base = [sys.executable, "-m", "arena", "submit", "--league",
+            f"grpcs://{league.target}", "--tls-ca", str(ca), "--token-env", "T", "--status"]
+
+    def submit_cli(token: str | None) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "T"}
+        if token is not None:
+            env["T"] = token
+        return subprocess.run(base, cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    wrong = submit_cli("arena_" + "B" * 43)
+    assert wrong.returncode == 1, wrong.stderr
+    assert wrong.stderr.startswith("arena submit: refused: ") and "UNAUTHENTICATED" in wrong.stderr
+    none = submit_cli(None)
+    assert none.returncode == 2 and "no token in $T" in none.stderr
+    ok = submit_cli(alice)
+    assert ok.returncode == 0, ok.stderr

@@ -154,3 +154,31 @@ def test_the_arena_raises_its_own_soft_limit_of_open_files(arena_sandbox: Sandbo
                           timeout=60)
     before, said, after = map(int, done.stdout.split())
     assert before == 1024 and said == after > 1024
+
+
+def test_a_tournaments_log_names_are_the_documented_ones(
+        arena_sandbox: Sandbox, tmp_path: Path) -> None:
+    """docs/tournaments.md's rule for log names, against a real tournament's logs: a
+    plain name as it is, a name with a space as ``_`` and six hex digits of its SHA-256,
+    then ``.N`` for the bot's later processes."""
+    import hashlib
+    import json
+
+    from conftest import arena_in_process, tournament_toml
+
+    doc = " ".join((REPO / "docs" / "tournaments.md").read_text().split())
+    digest = hashlib.sha256(b"my bot").hexdigest()[:6]
+    assert f"the bot `my bot` logs to `logs/my_bot-{digest}.log`, `my_bot-{digest}.2.log`" in doc
+    random_bot = bot_cmd(REPO / "sample_bots" / "python" / "random_bot.py")
+    path = tmp_path / "t.toml"
+    path.write_text(tournament_toml("logs", "trumps", 3, 4, 2,
+                                    [("plain", random_bot), ("my bot", random_bot),
+                                     ("h", "heuristic")], options={"draw": False}))
+    done = arena_in_process("tournament", str(path), "--out", str(tmp_path / "out"),
+                            "--resamples", "10", cwd=tmp_path, env=arena_sandbox.env)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in (tmp_path / "out" / "logs").iterdir())
+    rule = re.compile(rf"(plain|my_bot-{digest})(\.([2-9]|[1-9]\d+))?\.log")
+    assert names and all(rule.fullmatch(n) for n in names), names
+    assert {"plain.log", f"my_bot-{digest}.log"} <= set(names)
+    assert json.loads((tmp_path / "out" / "leaderboard.json").read_text())["games"] == 6

@@ -3,7 +3,8 @@
 The folder (with its ``bot.toml``) is packed as a bundle (:func:`arena.league.bundle.pack`)
 and streamed to the league's service in chunks; the league's answers, the check-bot
 report among them, are printed as they come, and the exit code is the verdict: 0 the bot
-joined, 1 refused or failed its checks, 2 a usage or connection error. Without a folder,
+joined, 1 refused (a wrong token or a limit too) or failed its checks, 2 a usage or
+connection error. Without a folder,
 ``--status``, ``--games``, ``--log GAME`` and ``--retire NAME`` read the league or retire
 one of the author's bots. ``docs/submit.md`` is the authors' page.
 """
@@ -25,6 +26,10 @@ from arena.model.spec import is_loopback
 from arena.wire.league import LeagueCallError, LeagueClient
 
 PROG = "arena submit"
+REFUSALS = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                      "FAILED_PRECONDITION", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS"})
+"""The league's answers that refuse a call (exit 1: a wrong token, another author's bot, a
+limit reached), as against a call that did not reach it or broke (exit 2)."""
 TOKEN_ENV = "ARENA_LEAGUE_TOKEN"
 
 
@@ -105,6 +110,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 return _read(client, args)
             return _submit(client, args.folder, args.json)
     except LeagueCallError as e:
+        if e.code in REFUSALS:  # the league answered: no (a wrong token, a limit, ...)
+            print(f"{PROG}: refused: {one_line(str(e))} ({e.code})", file=sys.stderr)
+            return 1
         return _usage(f"{e.code}: {e}" if e.code not in ("UNAVAILABLE",) else str(e))
 
 

@@ -74,11 +74,17 @@ temporary folder, a retired entry's) leaves no image behind for long."""
 CACHE_MB = 4096
 """The most disk the images may take in all, in MiB (``ARENA_VIEW_IMAGE_CACHE_MB`` sets
 another, beside ``ARENA_VIEW_IMAGE_DIR``): when an image made takes them past it, the
-images unused the longest go first (never one this process used within
-:data:`REWALK_S`: a run's working set is not thrown out and made again)."""
+images unused the longest go first (never one in use: used by this process within
+:data:`REWALK_S`, or touched by any within :data:`IN_USE_S`; a run's working set is not
+thrown out and made again)."""
 
 IMAGE_UUID = "5f6c0b1e-7a2d-5c8e-9b41-3d2a7e6f0c19"
 """The file-system UUID of every image (see :func:`_build`)."""
+
+IN_USE_S = 2 * REWALK_S
+"""An image touched this recently is in use by some arena (each touches the images it
+starts bots with at least every :data:`REWALK_S`): the cap never removes it, so that two
+arenas on one machine do not throw out each other's working sets."""
 
 CONTENT = "content"
 """The folder of the store that holds each image's bytes once, named by their SHA-256:
@@ -326,7 +332,7 @@ def _prune(store: Path, keep: Path) -> Pruned:
         if now - used > KEEP_UNUSED_S:
             freed += _remove(store, image)
             removed += 1
-        elif image not in recent:
+        elif image not in recent and now - used > IN_USE_S:
             ages.append((used, image))
     cap = _cache_mb() << 20
     if ages and _disk(store) > cap:
