@@ -169,12 +169,23 @@ class Game(ABC):
     def is_over(self) -> bool:
         return self.to_move is None
 
-    @abstractmethod
+    _legal: list[int] | None
+    """:meth:`legal_actions`' list, until the next :meth:`apply` (None: not made yet)."""
+
     def legal_actions(self) -> list[int]:
         """The actions the player to move may take, never empty while the game runs.
 
         The list is shared with the game until the next :meth:`apply`: do not modify it.
         """
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._legal_now()
+        return legal
+
+    @abstractmethod
+    def _legal_now(self) -> list[int]:
+        """The legal actions of the position, made afresh (:meth:`legal_actions` keeps
+        them until the next :meth:`apply`)."""
 
     def check(self, action: int) -> None:
         """Raise :class:`IllegalAction` saying why ``action`` is not allowed now."""
@@ -211,9 +222,19 @@ class Game(ABC):
     def _why_illegal(self, action: int) -> str:
         """The reason an action outside :meth:`legal_actions` is illegal."""
 
-    @abstractmethod
     def apply(self, action: int) -> None:
         """Take ``action`` for the player to move; raises :class:`IllegalAction`."""
+        legal = self._legal
+        if legal is None:
+            legal = self.legal_actions()
+        if type(action) is not int or action not in legal:
+            self.check(action)
+        self._legal = None
+        self._take(action)
+
+    @abstractmethod
+    def _take(self, action: int) -> None:
+        """Take ``action``, a legal one (:meth:`apply` checked it)."""
 
     @abstractmethod
     def view(self, seat: int) -> View:

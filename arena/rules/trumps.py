@@ -109,10 +109,7 @@ class TrumpsGame(Game):
         self.decision = _BID if self.announce else _PLAY
         self._bid_range = list(range(self.tricks_in_game + 1))
 
-    def legal_actions(self) -> list[int]:
-        legal = self._legal
-        if legal is not None:
-            return legal
+    def _legal_now(self) -> list[int]:
         d = self.decision
         if d is _PLAY:
             hand = self.hands[self.to_move]  # type: ignore[index]
@@ -124,16 +121,9 @@ class TrumpsGame(Game):
             legal = self._bid_range
         else:
             legal = []
-        self._legal = legal
         return legal
 
-    def apply(self, action: int) -> None:
-        legal = self._legal
-        if legal is None:
-            legal = self.legal_actions()
-        if type(action) is not int or action not in legal:
-            self.check(action)
-        self._legal = None
+    def _take(self, action: int) -> None:
         seat: int = self.to_move  # type: ignore[assignment]
         n = self.players
         if self.decision is _BID:

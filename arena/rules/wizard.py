@@ -139,10 +139,7 @@ class WizardGame(Game):
     def rounds(self) -> int:
         return self.num_rounds
 
-    def legal_actions(self) -> list[int]:
-        legal = self._legal
-        if legal is not None:
-            return legal
+    def _legal_now(self) -> list[int]:
         d = self.decision
         seat = self.to_move
         if d is _PLAY:
@@ -158,7 +155,6 @@ class WizardGame(Game):
                         legal.append(JESTER)
                     elif last == WIZARD:
                         legal.append(WIZARD)
-                    self._legal = legal
                     return legal
             if len(hand) > 1 and hand[-2] >= WIZARD:
                 legal = list(dict.fromkeys(hand))
@@ -173,16 +169,9 @@ class WizardGame(Game):
             legal = _SUITS
         else:
             legal = []
-        self._legal = legal
         return legal
 
-    def apply(self, action: int) -> None:
-        legal = self._legal
-        if legal is None:
-            legal = self.legal_actions()
-        if type(action) is not int or action not in legal:
-            self.check(action)
-        self._legal = None
+    def _take(self, action: int) -> None:
         seat: int = self.to_move  # type: ignore[assignment]
         n = self.players
         d = self.decision
