@@ -84,5 +84,6 @@ async def serve_league(backend: LeagueBackend, out: Path, address: str = DEFAULT
         finally:
             if site is not None:
                 site.close()
-            await trio.to_thread.run_sync(server.stop)
+            with trio.CancelScope(shield=True):  # the calls it ends still need trio
+                await trio.to_thread.run_sync(server.stop)
             nursery.cancel_scope.cancel()

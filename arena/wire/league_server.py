@@ -376,11 +376,8 @@ class _Servicer(league_pb2_grpc.LeagueServiceServicer, Generic[C]):
         await context.abort(CODES.get(error.code, grpc.StatusCode.UNKNOWN), str(error))
 
     async def _caller(self, context: Context) -> C:
-        try:
-            caller: C = await self.trio.call(self.handler.authenticate, bearer_token(context),
-                                             client_of(context.peer()))
-        except ServiceError as e:
-            await self._abort(context, e)
+        caller: C = await self._unary(context, self.handler.authenticate,
+                                      bearer_token(context), client_of(context.peer()))
         return caller
 
     @asynccontextmanager
