@@ -363,3 +363,94 @@ def test_check_bot_prints_a_markup_like_name_as_text(arena_sandbox: Sandbox,
     assert "name     [bold]bad[/]" in lines and "version  [/]" in lines
     assert any(line.startswith("PASS  hand-shake") and "[bold]bad[/] [/], protocol 1" in line
                for line in lines)
+
+
+# -- the league's entry points (issue 35) ----------------------------------------------
+
+CONTROLS = {
+    "C0 NUL": "\x00", "C0 ESC, an ANSI colour": "\x1b[31m", "newline": "\n",
+    "carriage return": "\r", "tab": "\t", "DEL": "\x7f", "C1 NEL": "\x85",
+    "C1 CSI": "\x9b", "bidi override": "\u202e", "bidi isolate": "\u2066",
+    "line separator": "\u2028", "paragraph separator": "\u2029",
+    "zero-width space": "\u200b", "byte order mark": "\ufeff",
+}
+"""Characters a terminal or a page would act on, by kind: every one is refused."""
+
+LEAGUE_TOML = ('name = "names"\ngame = "trumps"\nseats = 3\noutput = "out"\n'
+               '[[house]]\nname = "heuristic"\nspec = "heuristic"\n'
+               '[[house]]\nname = "random"\nspec = "random"\n')
+
+
+def _manifest(name: str = "ok", version: str = "1") -> str:
+    # JSON's escapes are TOML's: the file itself holds no control character
+    return (f"name = {json.dumps(name)}\nversion = {json.dumps(version)}\n"
+            f'runtime = "python3"\ncommand = "python3 bot.py"\n')
+
+
+def _one_line(message: str) -> bool:
+    return message.isprintable() and ESC not in message
+
+
+@pytest.mark.parametrize("kind", list(CONTROLS))
+def test_a_control_character_is_refused_wherever_a_league_name_enters(
+        kind: str, tmp_path: Path) -> None:
+    from conftest import arena_in_process
+
+    from arena.league.authors import AUTHORS_FILE, AuthorError, AuthorFile
+    from arena.league.manifest import ManifestError, parse_manifest
+
+    bad = f"evil{CONTROLS[kind]}x"
+    refused: dict[str, str] = {}
+    for where, args in {"bot.toml: name": (bad, "1"),
+                        "bot.toml: version": ("ok", bad)}.items():
+        with pytest.raises(ManifestError) as manifest_error:
+            parse_manifest(_manifest(*args))
+        refused[where] = str(manifest_error.value)
+    for field, hello in (("name", (bad, "", "")), ("version", ("n", bad, "")),
+                         ("author", ("n", "1", bad))):
+        with pytest.raises(NameError_) as hello_error:
+            check_hello(*hello)
+        refused[f"HelloResponse.{field}"] = str(hello_error.value)
+    (tmp_path / "league.toml").write_text(LEAGUE_TOML)
+    done = arena_in_process("league", "author", "add", "league.toml", bad, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done
+    refused["arena league author add: author name"] = done.stderr.rstrip("\n")
+    # an authors.json edited by hand
+    (tmp_path / AUTHORS_FILE).write_text(json.dumps({
+        "format": "trick-arena.authors/1", "authors": [{
+            "name": bad, "token_sha256": "0" * 64, "submissions": [], "added": 0.0,
+            "revoked": False, "limits": {"submissions_per_hour": 6, "max_bundle_bytes": 1,
+                                         "max_unpacked_bytes": 1, "max_files": 1}}]}))
+    with pytest.raises(AuthorError) as file_error:
+        AuthorFile.in_folder(tmp_path).all()
+    refused[f"{tmp_path / AUTHORS_FILE}: author name"] = str(file_error.value)
+    for where, message in refused.items():
+        assert message.startswith(where + ": "), (where, message)
+        assert f"U+{ord(CONTROLS[kind][0]):04X}" in message and _one_line(message), message
+
+
+def test_each_name_says_what_it_is_and_its_limit(tmp_path: Path) -> None:
+    from conftest import arena_in_process
+
+    from arena.league.authors import AuthorError, check_author_name
+    from arena.league.manifest import ManifestError, parse_manifest
+
+    with pytest.raises(NameError_, match=r"; a bot name is 1-40 printable characters"):
+        check_name("b" * 41, "NAME")
+    with pytest.raises(ManifestError, match=r"^bot\.toml: name: .*; a bot name is 1-40 "):
+        parse_manifest(_manifest(name="b" * 41))
+    with pytest.raises(ManifestError, match=r"^bot\.toml: version: .*; a version is 1-64 "):
+        parse_manifest(_manifest(version="v" * 65))
+    with pytest.raises(AuthorError, match=r"^author name: .*; an author name is 1-64 "):
+        check_author_name("a" * 65)
+    assert check_author_name("a" * 64) == "a" * 64
+    (tmp_path / "league.toml").write_text(LEAGUE_TOML)
+    first = arena_in_process("league", "author", "add", "league.toml", "alice", cwd=tmp_path)
+    assert first.returncode == 0 and first.stdout.startswith("arena_"), first
+    again = arena_in_process("league", "author", "add", "league.toml", "alice", cwd=tmp_path)
+    assert again.returncode == 2
+    assert again.stderr == ("arena league author add: author 'alice' exists already; for a "
+                            "new token: arena league author rotate league.toml alice\n")
+    rotated = arena_in_process("league", "author", "rotate", "league.toml", "alice",
+                               cwd=tmp_path)  # the command it names is the real one
+    assert rotated.returncode == 0 and rotated.stdout.startswith("arena_"), rotated

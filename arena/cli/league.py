@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -504,6 +505,7 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
 def _author(config: LeagueConfig, args: argparse.Namespace) -> int:
     from arena.league.authors import (
         AuthorError,
+        AuthorExists,
         AuthorFile,
         add_author,
         revoke,
@@ -538,6 +540,9 @@ def _author(config: LeagueConfig, args: argparse.Namespace) -> int:
                     raise LeagueUsage("--max-bundle-mib must be in (0, 1024]")
                 limits = replace(limits, max_bundle_bytes=int(args.max_bundle_mib * (1 << 20)))
             token = add_author(authors, args.name, limits)
+    except AuthorExists as e:
+        rotate = shlex.join([*PROG.split(), "author", "rotate", str(args.file), args.name])
+        raise LeagueUsage(f"{PROG} author add: {e}; for a new token: {rotate}") from None
     except AuthorError as e:
         raise LeagueUsage(f"{PROG} author {args.author_command}: {e}") from None
     print(f"the token of {args.name} (shown once, only its SHA-256 is kept; give it to "

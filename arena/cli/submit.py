@@ -23,7 +23,7 @@ from arena.model.errors import one_line
 from arena.model.league_api import ACCEPTED, CHECK
 from arena.model.names import clean
 from arena.model.spec import is_loopback
-from arena.wire.league import LeagueCallError, LeagueClient
+from arena.wire.league_client import LeagueCallError, LeagueClient
 
 PROG = "arena submit"
 REFUSALS = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",

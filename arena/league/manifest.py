@@ -89,7 +89,8 @@ def parse_manifest(text: str, runtimes: Sequence[str] = DEFAULT_RUNTIMES) -> Man
         values[key] = value
     try:
         name = check_name(values["name"], f"{MANIFEST}: name", NAME_MAX)
-        version = check_name(values["version"], f"{MANIFEST}: version", HELLO_MAX["version"])
+        version = check_name(values["version"], f"{MANIFEST}: version", HELLO_MAX["version"],
+                             what="a version")
     except NameError_ as e:
         raise ManifestError(str(e)) from None
     runtime = values["runtime"]

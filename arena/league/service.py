@@ -9,7 +9,7 @@ and the live page. A submission:
 
 1. the caller is an author (a token of the store, :mod:`arena.league.authors`), has no
    other submission under way, and is under their hourly limit (the attempt is counted,
-   durably, before a byte is read);
+   durably, on a thread, before a byte is read);
 2. the archive is received into the store's ``.incoming/``, counted as it arrives: past the
    author's ``max_bundle_bytes`` it is refused at once, and what was written is removed;
 3. it is unpacked, checked and made read-only under ``bots/<sha256>/``
@@ -19,6 +19,14 @@ and the live page. A submission:
    its report sent line by line;
 6. only a bot that passes joins, through :meth:`LeagueBackend.add` or
    :meth:`LeagueBackend.update`, which return once durable; then the verdict ACCEPTED.
+
+Who is calling (:meth:`LeagueService.authenticate`, for the gRPC service and the live
+page's ``/api/`` alike) is decided in memory, on the trio thread, without file I/O: the
+authors are loaded once and looked at again on a thread (a ``stat``; a read only when the
+file changed) every :data:`AUTHORS_POLL_S` and whenever a token is not known (an author
+``arena league author add`` made a moment ago, in another terminal). Wrong tokens are
+limited per client (:class:`WrongTokens`): a few at once, then a few a second; past that
+every call of that client is refused, RESOURCE_EXHAUSTED, until it waits.
 
 Errors are :class:`~arena.model.league_api.ServiceError`: a code the wire maps to a
 gRPC status, and one line.
@@ -31,6 +39,7 @@ import math
 import os
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -40,7 +49,7 @@ from typing import Protocol
 import trio
 
 from arena.league import authors as authorship
-from arena.league.authors import Author, AuthorError, AuthorStore
+from arena.league.authors import Author, AuthorError, AuthorStore, token_digest
 from arena.league.bundle import BundleError, Caps, incoming, mib, store_bundle, sweep_incoming
 from arena.league.manifest import DEFAULT_RUNTIMES, ManifestError, check_runtimes
 from arena.model.errors import one_line
@@ -195,13 +204,55 @@ class _Flight:
     authors: set[str] = field(default_factory=set)
 
 
+AUTHORS_POLL_S = 1.0
+"""How often the running service looks at the authors' store for changes made elsewhere
+(a token revoked or rotated, limits changed)."""
+
+
+class WrongTokens:
+    """A token bucket per client for wrong tokens (an unknown or revoked one): ``burst``
+    at once, then ``per_s`` a second. A client with none left is refused every call,
+    whatever token it gives (a right guess must not get through either), until one has
+    come back. At most ``clients`` are remembered, the least recently wrong dropped first.
+    Used on the trio thread only."""
+
+    def __init__(self, per_s: float = 2.0, burst: int = 10,
+                 clock: Callable[[], float] = time.monotonic, clients: int = 10_000) -> None:
+        if not per_s > 0 or burst < 1 or clients < 1:
+            raise ValueError("wrong tokens: per_s must be positive, burst and clients at "
+                             "least 1")
+        self.per_s = per_s
+        self.burst = burst
+        self.clock = clock
+        self.clients = clients
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def _level(self, client: str, now: float) -> float:
+        left, at = self._buckets.get(client, (float(self.burst), now))
+        return min(float(self.burst), left + (now - at) * self.per_s)
+
+    def wait_s(self, client: str) -> float:
+        """How long ``client`` must wait before its next call is heard (0: now)."""
+        level = self._level(client, self.clock())
+        return 0.0 if level >= 1 else (1 - level) / self.per_s
+
+    def wrong(self, client: str) -> None:
+        """``client`` gave a wrong token."""
+        now = self.clock()
+        self._buckets[client] = (self._level(client, now) - 1, now)
+        self._buckets.move_to_end(client)
+        while len(self._buckets) > self.clients:
+            self._buckets.popitem(last=False)
+
+
 class LeagueService:
     """The service's logic over ``backend``, ``authors`` and the league folder ``out``
     (bundles in ``out/bots/``, check logs in ``out/checks/``)."""
 
     def __init__(self, backend: LeagueBackend, authors: AuthorStore, out: Path,
                  checker: BundleChecker, rules: SubmitRules = SubmitRules(),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 wrong_tokens: WrongTokens | None = None) -> None:
         check_runtimes(rules.runtimes)
         self.backend = backend
         self.authors = authors
@@ -211,39 +262,119 @@ class LeagueService:
         self.checker = checker
         self.rules = rules
         self.clock = clock
+        self.wrong_tokens = wrong_tokens or WrongTokens()
         self.broadcast = Broadcast()
         self._flight = _Flight()
         self._slots = trio.Semaphore(rules.check_slots)
+        self._by_digest: dict[str, Author] = {}
+        self._by_name: dict[str, Author] = {}
+        self._authors_problem: str | None = "the authors have not been read yet"
+        self._looking = trio.Lock()
+        self._looks_started = 0
+        self._looks_done = 0
 
     def prepare(self) -> list[str]:
-        """Make the store's folders and remove what a crash left half done (uploads and
-        unpacks never acknowledged); returns what was removed."""
+        """Make the store's folders, remove what a crash left half done (uploads and
+        unpacks never acknowledged) and read the authors; returns what was removed. It
+        blocks: call it from a thread."""
         self.bots.mkdir(parents=True, exist_ok=True)
         self.checks.mkdir(parents=True, exist_ok=True)
+        self._learn(self._read_authors())
         return sweep_incoming(self.bots)
 
     async def run(self) -> None:
-        """Relay the backend's events to the subscribers, until cancelled."""
-        async for event in self.backend.events():
-            self.broadcast.publish(event)
+        """Relay the backend's events to the subscribers, and look at the authors' store
+        every :data:`AUTHORS_POLL_S`, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_authors)
+            async for event in self.backend.events():
+                self.broadcast.publish(event)
+            nursery.cancel_scope.cancel()
 
     # -- who is calling -----------------------------------------------------------------
 
-    def authenticate(self, token: str | None) -> Author:
+    def _read_authors(self) -> Sequence[Author] | str:
+        """The authors (on a thread), or why they cannot be read."""
         try:
-            author = authorship.authenticate(self.authors, token)
+            return self.authors.all()
         except AuthorError as e:
-            raise ServiceError(FAILED_PRECONDITION, str(e)) from None
-        if author is None:
-            raise ServiceError(UNAUTHENTICATED, "no token given" if not token else
-                               "this token is not one of the league's authors'")
+            return str(e)
+
+    def _learn(self, authors: Sequence[Author] | str) -> None:
+        """Keep ``authors`` in memory; a problem keeps the last good copy and is said to
+        callers whose token is not in it."""
+        if isinstance(authors, str):
+            self._authors_problem = authors
+            return
+        self._authors_problem = None
+        self._by_digest = {a.token_sha256: a for a in authors}
+        self._by_name = {a.name: a for a in authors}
+
+    def _remember(self, author: Author) -> None:
+        """``author`` as just stored by this service."""
+        old = self._by_name.get(author.name)
+        if old is not None:
+            self._by_digest.pop(old.token_sha256, None)
+        self._by_name[author.name] = author
+        self._by_digest[author.token_sha256] = author
+
+    async def look_at_authors(self) -> None:
+        """Bring the authors in memory up to date with their store (on a thread: a
+        ``stat``, and a read only if the file changed). Callers that arrive while a look
+        is under way wait for the next one, which starts after they arrived; there is
+        never more than one at a time."""
+        arrived = self._looks_started
+        async with self._looking:
+            if self._looks_done > arrived:
+                return  # one that started after we arrived has finished
+            self._looks_started += 1
+            number = self._looks_started
+            self._learn(await trio.to_thread.run_sync(self._read_authors))
+            self._looks_done = number
+
+    async def _watch_authors(self) -> None:
+        while True:
+            await trio.sleep(AUTHORS_POLL_S)
+            await self.look_at_authors()
+
+    def _known(self, token: str) -> Author | None:
+        author = self._by_digest.get(token_digest(token))
+        if author is None or author.revoked or not authorship.matches(author, token):
+            return None
         return author
+
+    async def authenticate(self, token: str | None, client: str = "") -> Author:
+        """The author whose token this is. ``client`` names where the call comes from
+        (the gRPC peer's address, the web client's): past :class:`WrongTokens`' limit
+        for it, every call is refused (RESOURCE_EXHAUSTED, saying how long to wait). No
+        file I/O on this (trio's) thread: the authors are in memory, and an unknown token
+        has them looked at again on a thread before it is refused."""
+        wait = self.wrong_tokens.wait_s(client)
+        if wait > 0:
+            raise ServiceError(RESOURCE_EXHAUSTED, f"too many wrong tokens from this "
+                                                   f"client; wait {math.ceil(wait)} s")
+        if not token:
+            raise ServiceError(UNAUTHENTICATED, "no token given")
+        author = self._known(token)
+        if author is None:
+            await self.look_at_authors()
+            author = self._known(token)
+        if author is None:
+            if self._authors_problem is not None:
+                raise ServiceError(FAILED_PRECONDITION, self._authors_problem)
+            self.wrong_tokens.wrong(client)
+            raise ServiceError(UNAUTHENTICATED, "this token is not one of the league's "
+                                                "authors'")
+        return author
+
+    def name_of(self, author: Author) -> str:
+        return author.name
 
     # -- reading ------------------------------------------------------------------------
 
     async def status(self, author: Author) -> AuthorStatus:
         field_ = tuple(await self.backend.field())
-        current = self.authors.get(author.name) or author
+        current = self._by_name.get(author.name) or author
         return AuthorStatus(author.name, current.limits,
                             len(authorship.recent(current, self.clock())), self.rules.runtimes,
                             field_)
@@ -303,12 +434,14 @@ class LeagueService:
         if author.name in self._flight.authors:
             raise ServiceError(RESOURCE_EXHAUSTED, "a submission of yours is under way: wait "
                                                    "for its verdict")
-        try:
-            counted = authorship.take_submission(self.authors, author.name, self.clock())
-        except AuthorError as e:
-            raise ServiceError(RESOURCE_EXHAUSTED, str(e)) from None
         self._flight.authors.add(author.name)
         try:
+            try:  # durable before a byte is read; the write and its fsyncs on a thread
+                counted = await trio.to_thread.run_sync(
+                    authorship.take_submission, self.authors, author.name, self.clock())
+            except AuthorError as e:
+                raise ServiceError(RESOURCE_EXHAUSTED, str(e)) from None
+            self._remember(counted)
             return await self._submit(counted, size, chunks, report)
         finally:
             self._flight.authors.discard(author.name)
@@ -391,8 +524,9 @@ class LeagueService:
         """Write the chunks to ``spool``, never more than the cap; (SHA-256, bytes)."""
         digest = hashlib.sha256()
         received = 0
-        fd = os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)
+        fd = await trio.to_thread.run_sync(
+            os.open, spool, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600)
         try:
             while True:
                 with trio.move_on_after(self.rules.chunk_timeout_s) as waited:
@@ -407,14 +541,18 @@ class LeagueService:
                     raise BundleError(f"the archive is over your limit of "
                                       f"{mib(caps.max_bundle_bytes)}")
                 digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+                await trio.to_thread.run_sync(_write_all, fd, chunk)
         finally:
             os.close(fd)
         if received == 0:
             raise BundleError("the archive is empty")
         return digest.hexdigest(), received
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def interval(standing: Standing) -> tuple[float, float]:

@@ -66,12 +66,14 @@ def _problem(value: str, longest: int, required: bool) -> str | None:
     return None
 
 
-def check_name(value: str, field: str, longest: int = TOURNAMENT_NAME_MAX) -> str:
-    """``value`` if it is a valid bot name: 1..``longest`` printable characters, no
-    leading or trailing space; else :class:`NameError_` naming ``field``."""
+def check_name(value: str, field: str, longest: int = TOURNAMENT_NAME_MAX,
+               what: str = "a bot name") -> str:
+    """``value`` if it is valid under the rule: 1..``longest`` printable characters, no
+    leading or trailing space; else :class:`NameError_` naming ``field`` and saying what
+    ``what`` (a bot name, an author name, a version) may be."""
     problem = _problem(value, longest, required=True)
     if problem is not None:
-        raise NameError_(f"{field}: {shown(value)} {problem}; a bot name is 1-{longest} "
+        raise NameError_(f"{field}: {shown(value)} {problem}; {what} is 1-{longest} "
                          f"printable characters, not starting or ending with a space")
     return value
 

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import trio
 
 from arena.league.authors import AuthorFile, AuthorStore
-from arena.league.service import BundleChecker, LeagueBackend, LeagueService, SubmitRules
+from arena.league.service import (
+    BundleChecker,
+    LeagueBackend,
+    LeagueService,
+    SubmitRules,
+    WrongTokens,
+)
 from arena.model.league_api import TlsFiles
 from arena.online.checks import BundleCheck
-from arena.wire.league import address_problem, start_server
+from arena.wire.league_server import ServiceCaps, address_problem, start_server
 
 DEFAULT_ADDRESS = "127.0.0.1:50061"
 
@@ -35,24 +42,30 @@ class Serving:
 async def serve_league(backend: LeagueBackend, out: Path, address: str = DEFAULT_ADDRESS,
                        tls: TlsFiles | None = None, *, authors: AuthorStore | None = None,
                        rules: SubmitRules | None = None, checker: BundleChecker | None = None,
-                       web: str | None = None,
+                       web: str | None = None, caps: ServiceCaps | None = None,
+                       wrong_tokens: WrongTokens | None = None,
                        announce: Callable[[Serving], None] | None = None,
                        task_status: trio.TaskStatus[Serving] = trio.TASK_STATUS_IGNORED,
                        ) -> None:
     """Serve the league of ``backend`` (its folder ``out``: bundles in ``out/bots/``,
     authors in ``out/authors.json`` unless ``authors`` is given) on ``address``
     (HOST:PORT; anything but loopback needs ``tls``), and the live page on ``web``
-    (HOST:PORT, same rule, same TLS) if given, until cancelled. ValueError (one line) for
-    an address or TLS file it cannot use, before anything is served."""
+    (HOST:PORT, same rule, same TLS) if given, until cancelled. ``caps`` bound what one
+    author, and all, may hold of the gRPC server; ``wrong_tokens`` limits wrong tokens per
+    client (both have defaults). ValueError (one line) for an address or TLS file it
+    cannot use, before anything is served."""
     problem = address_problem(address, tls) or (address_problem(web, tls) if web else None)
     if problem is not None:
         raise ValueError(problem)
     service = LeagueService(backend, authors or AuthorFile.in_folder(out), out,
-                            checker or BundleCheck(), rules or SubmitRules())
+                            checker or BundleCheck(), rules or SubmitRules(),
+                            wrong_tokens=wrong_tokens)
     swept = tuple(await trio.to_thread.run_sync(service.prepare))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(service.run)
-        server = start_server(service, address, tls, nursery.start_soon)
+        server = await trio.to_thread.run_sync(partial(
+            start_server, service, address, tls, nursery.start_soon,
+            trio.lowlevel.current_trio_token(), caps or ServiceCaps()))
         site = None
         try:
             web_url = None
@@ -71,5 +84,6 @@ async def serve_league(backend: LeagueBackend, out: Path, address: str = DEFAULT
         finally:
             if site is not None:
                 site.close()
-            await trio.to_thread.run_sync(server.stop)
+            with trio.CancelScope(shield=True):  # the calls it ends still need trio
+                await trio.to_thread.run_sync(server.stop)
             nursery.cancel_scope.cancel()

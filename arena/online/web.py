@@ -354,8 +354,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _mine(self, game_id: str | None) -> None:
         service = self.server.service
         try:
-            author = trio.from_thread.run_sync(service.authenticate, self._token(),
-                                               trio_token=self.server.token)
+            author = trio.from_thread.run(service.authenticate, self._token(),
+                                          self.client_address[0], trio_token=self.server.token)
             if game_id is None:
                 games = self._trio(service.games_of, author, 100)
                 self._json(200, {"author": author.name,
