@@ -162,6 +162,7 @@ def test_when_every_connection_is_busy_a_new_one_is_answered_503(
     wait_until(lambda: s.held == 4, what="four requests held")
     status, body, headers = get(s.url)
     assert status == 503 and headers.get("Retry-After") == "1"
+    assert body == b"the server is busy; try again\n"
     assert s.server.refused == 1
     assert s.release is not None
     s.server.call_soon(s.release.set)
