@@ -30,12 +30,14 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
@@ -281,15 +283,28 @@ def _serve(folder: Path, pythonpath: str) -> tuple[subprocess.Popen[str], str]:
         if not line:
             break
         if line.startswith("{"):
-            return proc, str(json.loads(line)["web"])
+            url = str(json.loads(line)["web"])
+            while time.monotonic() < deadline and not _ready(url):
+                time.sleep(0.1)  # the page's state is read once the league is going
+            return proc, url
     proc.kill()
     proc.wait()
     raise RuntimeError("arena league serve did not start")
 
 
-def _played(url: str) -> int:
+def _ready(url: str) -> bool:
+    """Whether the page has read the league's state."""
     with urlopen(url + "state.json", timeout=30) as reply:
-        return int(json.loads(reply.read())["season"]["games"])
+        return json.loads(reply.read())["season"] is not None
+
+
+def _stored(folder: Path) -> int:
+    """The games the league has stored (read-only, from the store: the page of before
+    stopped following the league when it fell behind its events)."""
+    with closing(sqlite3.connect(f"file:{folder / 'out' / 'tournament.sqlite'}?mode=ro",
+                                 uri=True, timeout=30)) as db:
+        return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'"
+                              ).fetchone()[0])
 
 
 class Hostile:
@@ -342,14 +357,14 @@ def games_rate(folder: Path, pythonpath: str, phase_s: float, repeat: int,
         for _ in range(repeat):
             for kind in ("quiet", "hostile"):
                 if kind == "quiet":
-                    began, t0 = _played(url), time.monotonic()
+                    began, t0 = _stored(folder), time.monotonic()
                     time.sleep(phase_s)
-                    quiet.append((_played(url) - began) / (time.monotonic() - t0))
+                    quiet.append((_stored(folder) - began) / (time.monotonic() - t0))
                 else:
                     with Hostile(url) as h:
-                        began, t0 = _played(url), time.monotonic()
+                        began, t0 = _stored(folder), time.monotonic()
                         time.sleep(phase_s)
-                        hostile.append((_played(url) - began) / (time.monotonic() - t0))
+                        hostile.append((_stored(folder) - began) / (time.monotonic() - t0))
                         views.append(h.views / phase_s)
     finally:
         proc.send_signal(signal.SIGINT)

@@ -49,36 +49,44 @@ def play_league(folder: Path, games: int = 6) -> Path:
 
 
 def grow(out: Path, total: int) -> int:
-    """Add copies of the store's finished games (new ids, new table numbers: whole sets,
-    as the league's) until it holds ``total`` finished games; the number held."""
+    """Add whole sets to the league's store, copies of its first set (same deal and
+    records, as the league names them: set ``n`` is table ``n``, its games
+    ``t{n}-d{season}-r{rotation}`` at positions ``3n`` to ``3n + 2``, its decision in
+    ``league_sets``), until it holds at least ``total`` finished games; the number
+    held. A league run on it goes on with the next set."""
     with closing(sqlite3.connect(out / "tournament.sqlite", isolation_level=None)) as db:
         have = int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'"
                               ).fetchone()[0])
         if have >= total:
             return have
-        template = [r[0] for r in db.execute(
-            "SELECT id FROM games WHERE status = 'done' ORDER BY seq")]
-        top = db.execute("SELECT MAX(seq), MAX(table_no), MAX(chain_seq) FROM games"
-                         ).fetchone()
-        seq0, table0, chain0 = int(top[0]) + 1, int(top[1]) + 1, int(top[2] or 0) + 1
-        period = len(template)
+        first = db.execute("SELECT MIN(set_no), MAX(set_no) FROM league_sets").fetchone()
+        template, next_set = int(first[0]), int(first[1]) + 1
+        sets = -(-(total - have) // 3)  # whole sets, rounded up
         db.execute("BEGIN IMMEDIATE")
-        db.execute("CREATE TEMP TABLE copies (n INTEGER PRIMARY KEY, src TEXT, id TEXT,"
-                   " seq INTEGER, table_no INTEGER)")
-        db.executemany("INSERT INTO copies VALUES (?, ?, ?, ?, ?)", [
-            (i, template[i % period], f"x{i}-{template[i % period]}", seq0 + i,
-             table0 + i // 3) for i in range(total - have)])
+        db.execute("CREATE TEMP TABLE copies (n INTEGER PRIMARY KEY)")
+        db.executemany("INSERT INTO copies VALUES (?)",
+                       [(next_set + i,) for i in range(sets)])
+        source = "g.table_no = ?"
+        db.execute(
+            "INSERT INTO league_sets (set_no, season, derivation, bots, reason, deal_seed,"
+            " decided_at) SELECT c.n, s.season, c.n, s.bots, s.reason, s.deal_seed,"
+            " s.decided_at FROM copies AS c, league_sets AS s WHERE s.set_no = ?",
+            (template,))
+        new_id = "'t' || c.n || '-d' || g.deal_no || '-r' || g.rotation"
         db.execute(
             "INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots,"
             " status, started_at, ended_at, chain_seq, chain_prev, chain, record)"
-            " SELECT c.id, c.seq, c.table_no, g.deal_no, g.rotation, g.deal_seed, g.bots,"
-            " 'done', g.started_at, g.ended_at, ? + c.n, g.chain_prev, g.chain, g.record"
-            " FROM copies AS c JOIN games AS g ON g.id = c.src", (chain0,))
+            f" SELECT {new_id}, 3 * c.n + g.rotation, c.n, g.deal_no, g.rotation,"
+            " g.deal_seed, g.bots, 'done', g.started_at, g.ended_at, NULL, NULL, NULL,"
+            f" g.record FROM copies AS c, games AS g WHERE {source} AND g.status = 'done'",
+            (template,))
         for table, columns in (("results", "seat, bot, score, place, forfeited"),
                                ("latencies", "seat, bot, ms, cpu_ms"),
                                ("faults", "seat, bot, round, trick, kind, detail, action")):
-            db.execute(f"INSERT INTO {table} (game_id, {columns}) SELECT c.id, {columns}"
-                       f" FROM copies AS c JOIN {table} AS t ON t.game_id = c.src")
+            db.execute(f"INSERT INTO {table} (game_id, {columns}) SELECT {new_id}, "
+                       + ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+                       + f" FROM copies AS c, games AS g JOIN {table} AS t"
+                       f" ON t.game_id = g.id WHERE {source}", (template,))
         db.execute("DROP TABLE copies")
         db.execute("COMMIT")
-    return total
+        return have + 3 * sets

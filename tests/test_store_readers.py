@@ -150,7 +150,7 @@ def test_a_bots_page_reads_the_same_at_100_and_25000_games(league: Path,
     small, large = tmp_path / "small", tmp_path / "large"
     shutil.copytree(league / "out", small)
     shutil.copytree(league / "out", large)
-    assert grow(small, 100) == 100 and grow(large, 25_000) == 25_000
+    assert grow(small, 100) >= 100 and grow(large, 25_000) >= 25_000
     steps_small, statements = store_steps(small, bot_page_reads)
     steps_large, _ = store_steps(large, bot_page_reads)
     assert steps_small == steps_large  # what it reads does not grow with the games

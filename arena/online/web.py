@@ -1,8 +1,9 @@
 """The live page of a league: ``arena league serve --web``.
 
-A small HTTP server (threads; the league runs in trio) on 127.0.0.1 by default, or behind
-the league's TLS. Pages, in the published site's style (its ``site.css``, cards and replay
-viewer):
+A bounded HTTP server (:class:`arena.http.server.BoundedServer`: one thread of its own, no
+thread per connection, :data:`LIMITS` on what one client takes; the league runs in trio)
+on 127.0.0.1 by default, or behind the league's TLS. Pages, in the published site's style
+(its ``site.css``, cards and replay viewer):
 
 - ``/``: the standings with their intervals (``elo ± 2 sigma``), the games in progress,
   the recent games with a link to each replay, a link to the season; and a box where an
@@ -13,16 +14,20 @@ viewer):
   shown: a card is seen once it is played (every hand is in the replay once the game is
   over, as in any record);
 - ``/games/ID``: a finished game in the replay viewer (``/games/ID.json``: its record);
+  withheld (404, and why) while another rotation of its duplicate set is to be played;
 - ``/bots/NAME``: a bot's versions, faults, CPU per decision and rating history (a chart);
 - ``/season``: the season: its number, start, games and the commitment to its seed.
 
 Everything that moves comes through server-sent events (``/events``: the whole public
-state, on every change) and is drawn by ``live.js``, which sets every name and every other
+state, serialised once per message for every stream, at most one message every
+:data:`EVENT_INTERVAL_S`) and is drawn by ``live.js``, which sets every name and every other
 submitted text as text (``textContent``), never as markup; the pages the server writes
 escape them (:func:`arena.publish.markup.esc`). The logs need the author's token, sent in
 an ``Authorization`` header (never in a URL) and checked by the service: an author sees the
 logs of their own bots only. Pages carry a Content-Security-Policy allowing only the
-server's own scripts.
+server's own scripts. What a page reads of the league runs as a trio task of the league's
+loop (:class:`arena.http.server.TrioCalls`) and reads the store through its readers
+(:mod:`arena.tournament.readers`), never on the writer thread.
 """
 
 from __future__ import annotations
