@@ -53,7 +53,9 @@ def grow(out: Path, total: int) -> int:
     records, as the league names them: set ``n`` is table ``n``, its games
     ``t{n}-d{season}-r{rotation}`` at positions ``3n`` to ``3n + 2``, its decision in
     ``league_sets``), until it holds at least ``total`` finished games; the number
-    held. A league run on it goes on with the next set."""
+    held. A league run on it goes on with the next set. (The copies' chain links are
+    the first set's: such a store is for reading and for playing on, not for ``arena
+    verify``.)"""
     with closing(sqlite3.connect(out / "tournament.sqlite", isolation_level=None)) as db:
         have = int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'"
                               ).fetchone()[0])
@@ -61,6 +63,8 @@ def grow(out: Path, total: int) -> int:
             return have
         first = db.execute("SELECT MIN(set_no), MAX(set_no) FROM league_sets").fetchone()
         template, next_set = int(first[0]), int(first[1]) + 1
+        chain0 = int(db.execute("SELECT COALESCE(MAX(chain_seq), -1) FROM games"
+                                ).fetchone()[0]) + 1
         sets = -(-(total - have) // 3)  # whole sets, rounded up
         db.execute("BEGIN IMMEDIATE")
         db.execute("CREATE TEMP TABLE copies (n INTEGER PRIMARY KEY)")
@@ -77,9 +81,10 @@ def grow(out: Path, total: int) -> int:
             "INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots,"
             " status, started_at, ended_at, chain_seq, chain_prev, chain, record)"
             f" SELECT {new_id}, 3 * c.n + g.rotation, c.n, g.deal_no, g.rotation,"
-            " g.deal_seed, g.bots, 'done', g.started_at, g.ended_at, NULL, NULL, NULL,"
+            " g.deal_seed, g.bots, 'done', g.started_at, g.ended_at,"
+            " ? + 3 * (c.n - ?) + g.rotation, g.chain_prev, g.chain,"
             f" g.record FROM copies AS c, games AS g WHERE {source} AND g.status = 'done'",
-            (template,))
+            (chain0, next_set, template))
         for table, columns in (("results", "seat, bot, score, place, forfeited"),
                                ("latencies", "seat, bot, ms, cpu_ms"),
                                ("faults", "seat, bot, round, trick, kind, detail, action")):

@@ -75,6 +75,11 @@ LOGS_KEPT = 50_000
 """(game, bot) -> log entries kept in memory (the oldest are forgotten first)."""
 
 
+class ReplayWithheld(LeagueError):
+    """A finished game whose replay is not shown yet: a rotation of its duplicate set is
+    still to be played (one line: :func:`withheld_text`)."""
+
+
 def withheld_text(game_id: str, left: int) -> str:
     """Why the replay of ``game_id`` is not shown (``left`` rotations of its set to go)."""
     return (f"the replay of {game_id} is withheld until its deal's set is complete: "
@@ -357,7 +362,8 @@ class RunnerBackend(GameWatcher):
         """A finished game's record; None if there is none. Withheld (:class:`LeagueError`,
         one line) while a rotation of its duplicate set is still to be played: the record
         holds every hand and the deal's seed, which a bot still to play that deal must
-        not be told."""
+        not be told. (:class:`ReplayWithheld`, a :class:`LeagueError`, as the service's
+        protocol knows no other refusal.)"""
         seats = self.config.base.seats
 
         def read(store: Store) -> tuple[dict[str, object], int] | None:
@@ -368,7 +374,7 @@ class RunnerBackend(GameWatcher):
             return None
         record, done = found
         if done < seats:
-            raise LeagueError(withheld_text(game_id, seats - done))
+            raise ReplayWithheld(withheld_text(game_id, seats - done))
         return record
 
     async def bot(self, name: str) -> BotDetail | None:

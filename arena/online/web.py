@@ -59,12 +59,12 @@ from arena.league.service import LeagueService
 from arena.model.league_api import (
     GAME_PROGRESS,
     GameSummary,
-    LeagueError,
     LiveGame,
     ServiceError,
     Standing,
     TlsFiles,
 )
+from arena.online.backend import ReplayWithheld
 from arena.publish.charts import Series, line_chart
 from arena.publish.markup import esc
 from arena.publish.replay import replay_section, script_json
@@ -75,6 +75,10 @@ EVENT_INTERVAL_S = 0.25
 """The event streams get at most one message this often: moves in between are one."""
 REFRESH_S = 0.25
 """The standings and recent games are read again at most this often."""
+PAGE_CACHE_S = 1.0
+"""A page read from the league (a bot's, the season's, a replay) is kept this long: many
+clients asking for the same page cost the league one read a second."""
+PAGE_CACHE_ENTRIES = 512
 RECENT = 20
 LOG_TAIL = 1 << 20
 """The end of a bot's log that its author is shown, in bytes."""
@@ -328,6 +332,9 @@ class LiveSite:
                                       keep_alive=KEEP_ALIVE_S)
         self.live.on_change = self.feed.changed
         self._stale = trio.Event()
+        self._refreshing = False
+        self._cache: dict[str, tuple[float, Response]] = {}
+        """Pages read from the league (path -> (until, answer)), in the server's thread."""
         self._assets: dict[str, Response] = {}
         for names, package in ((PUBLISH_ASSETS, "arena.publish"), (OWN_ASSETS, "arena.online")):
             for name, ctype in names.items():
@@ -357,7 +364,6 @@ class LiveSite:
 
     async def _answer(self, request: Request) -> Response | Stream:
         path = request.path
-        backend = self.service.backend
         if path in ("/", "/index.html"):
             return self._index
         if path == "/events":
@@ -368,12 +374,29 @@ class LiveSite:
             return self._assets.get(path[len("/assets/"):], MISSING)
         if path.startswith("/watch/"):
             return _html(watch_page(path[len("/watch/"):]))
+        if path == "/api/my-games":
+            return await self._mine(request, None)
+        if path.startswith("/api/log/"):
+            return await self._mine(request, path[len("/api/log/"):])
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        answer = await self._read(path)  # the same answer, for a second, to every client
+        if answer is not MISSING or path.startswith("/bots/"):
+            self._cache[path] = (time.monotonic() + PAGE_CACHE_S, answer)
+            while len(self._cache) > PAGE_CACHE_ENTRIES:
+                del self._cache[next(iter(self._cache))]
+        return answer
+
+    async def _read(self, path: str) -> Response:
+        """The pages read from the league: a replay, a bot's page, the season."""
+        backend = self.service.backend
         if path.startswith("/games/"):
             game_id = path[len("/games/"):]
             as_json = game_id.endswith(".json")
             try:
                 record = await self.calls.call(backend.record, game_id.removesuffix(".json"))
-            except LeagueError as e:  # withheld: its set is not finished
+            except ReplayWithheld as e:  # its set is still being played
                 why = str(e)
                 return (_json(404, {"error": why, "withheld": True}) if as_json
                         else _html(withheld_page(game_id, why), 404))
@@ -387,10 +410,6 @@ class LiveSite:
             return MISSING if detail is None else _html(bot_page(detail))
         if path == "/season":
             return _html(season_page(await self.calls.call(backend.season)))
-        if path == "/api/my-games":
-            return await self._mine(request, None)
-        if path.startswith("/api/log/"):
-            return await self._mine(request, path[len("/api/log/"):])
         return MISSING
 
     @staticmethod
@@ -452,16 +471,19 @@ class LiveSite:
         into the league, until cancelled."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.calls.serve)
-            async with self.service.events(None) as events:
-                await self.refresh()
-                nursery.start_soon(self._refresher)
-                async for event in events:
-                    if event.kind == GAME_PROGRESS and event.game_id:
-                        self.live.set_live(LiveGame(event.game_id,
-                                                    str(event.data.get("game", "")),
-                                                    event.bots, event.time, event.data))
-                    else:
-                        self._stale.set()
+            while True:  # a subscription dropped for falling behind is taken again
+                async with self.service.events(None) as events:
+                    await self.refresh()
+                    if not self._refreshing:
+                        self._refreshing = True
+                        nursery.start_soon(self._refresher)
+                    async for event in events:
+                        if event.kind == GAME_PROGRESS and event.game_id:
+                            self.live.set_live(LiveGame(event.game_id,
+                                                        str(event.data.get("game", "")),
+                                                        event.bots, event.time, event.data))
+                        else:
+                            self._stale.set()
 
 
 def _tail(path: Path, size: int) -> bytes:
