@@ -130,7 +130,8 @@ def test_a_flood_of_half_sent_requests_holds_no_thread_and_is_closed_at_its_dead
     assert (status, body) == (200, b"GET /honest 0")
     assert threading.active_count() <= threads + 2  # no thread per connection
     assert s.server.connections <= 64
-    assert s.server.evicted >= 300 - 64
+    assert s.server.evicted + s.server.timed_out >= 300 - 64  # made room, or too late
+    assert s.server.evicted > 0
     wait_until(lambda: all(closed_by_server(c) for c in flood), what="the flood closed")
     assert s.server.timed_out >= 1
     for c in flood:
@@ -241,10 +242,12 @@ def test_sizes_methods_and_headers(served: Callable[..., Served]) -> None:
 
 def test_an_answer_not_taken_in_time_is_dropped(served: Callable[..., Served]) -> None:
     s = served(Limits(connections=16, request_s=5, write_s=0.5))
-    c = socket.create_connection(("127.0.0.1", s.server.port), timeout=10)
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before the connect
+    c.connect(("127.0.0.1", s.server.port))
     c.sendall(b"GET /big HTTP/1.1\r\n\r\n")  # 8 MiB, never read
-    wait_until(lambda: s.server.connections == 0, what="the reader dropped")
+    wait_until(lambda: s.server.dropped == 1, what="the reader dropped")
+    wait_until(lambda: s.server.connections == 0, what="its connection closed")
     c.close()
 
 

@@ -117,6 +117,8 @@ class Stream:
 Handler = Callable[[Request], Awaitable[Response | Stream]]
 
 _WAITING, _BUSY, _STREAM = "waiting", "busy", "stream"
+STOP_GRACE_S = 2.0
+"""How long a stopping server waits for its connections' tasks to end."""
 LINGER_S = 1.0
 """How long a refused connection's input is read (and dropped) before it is closed."""
 
@@ -272,6 +274,9 @@ class BoundedServer:
         """Connections closed to make room (the oldest waiting for a request)."""
         self.timed_out = 0
         """Connections closed because their request did not arrive in time."""
+        self.dropped = 0
+        """Connections closed because their client did not take an answer in time."""
+        self._stopping = False
 
     # -- from any thread ------------------------------------------------------------
 
@@ -333,16 +338,22 @@ class BoundedServer:
         try:
             await self._stop.wait()
         finally:
+            self._stopping = True  # a connection accepted from now on is closed at once
             server.close()
-            for conn in list(self._conns):
-                conn.abort()
             for task in feeds:
                 task.cancel()
+            for conn in list(self._conns):
+                conn.abort()
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
+            # every connection's task runs to its end (its transport closed), a task
+            # still waiting for a handler after a grace is cancelled
+            _, late = await asyncio.wait(tasks, timeout=STOP_GRACE_S) if tasks else ((), ())
+            for task in late:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*late, return_exceptions=True)
             await server.wait_closed()
+            for _ in range(3):  # the transports' closing callbacks (their sockets) run
+                await asyncio.sleep(0)
 
     def _admit(self, conn: _Conn) -> bool:
         """Take ``conn`` in, making room by closing the oldest connection waiting for a
@@ -361,6 +372,9 @@ class BoundedServer:
                          writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         conn = _Conn(writer, str(peer[0]) if isinstance(peer, tuple) else "")
+        if self._stopping:
+            conn.abort()
+            return
         try:
             if not self._admit(conn):
                 self.refused += 1
@@ -431,8 +445,12 @@ class BoundedServer:
                     left -= len(chunk)
 
     async def _drain(self, writer: asyncio.StreamWriter) -> None:
-        async with asyncio.timeout(self.limits.write_s):
-            await writer.drain()
+        try:
+            async with asyncio.timeout(self.limits.write_s):
+                await writer.drain()
+        except TimeoutError:
+            self.dropped += 1
+            raise
 
     async def _read(self, reader: asyncio.StreamReader, client: str) -> Request | None:
         try:
