@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, str] = {
     "league": "benchmarks.league",
     "store": "benchmarks.store",
     "publish_memory": "benchmarks.publish_memory",
+    "page": "benchmarks.page",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

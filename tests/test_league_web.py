@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import time
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.error import HTTPError
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 from urllib.request import Request, urlopen
 
 import pytest
@@ -84,6 +86,65 @@ def first_state(url: str) -> dict[str, Any]:
 def games_shown(page: Any) -> int:
     return int(page.evaluate("""() => [...document.querySelectorAll('#standings tbody tr')]
         .reduce((n, tr) => n + Number(tr.lastElementChild.textContent), 0)"""))
+
+
+def threads_of(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def games_played(url: str) -> int:
+    return int(json.loads(get(url + "state.json")[1])["season"]["games"])
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_a_flood_of_half_sent_requests_holds_no_thread_and_the_games_go_on(
+        served: dict[str, Any]) -> None:
+    """1,000 connections that send half a request (no token needed): the league's
+    process gains no thread for them, the page answers a whole request at once, the games
+    go on, and every half-sent request is closed at its deadline. Before, each held a
+    thread of the page's server for as long as it stayed open."""
+    league, url = served["league"], served["url"]
+    port = urlsplit(url).port
+    assert league.proc is not None and port is not None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+    threads = threads_of(league.proc.pid)
+    games = games_played(url)
+    flood = []
+    try:
+        for _ in range(1000):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: league\r\nAccept: text/html\r\n")
+            flood.append(s)
+        status, body = get(url)  # a whole request, through the flood
+        assert status == 200 and b"The league, live" in body
+        during = threads_of(league.proc.pid)
+        assert during < threads + 25, (threads, during)  # before: 1,000 more
+        deadline = time.monotonic() + 120
+        while games_played(url) <= games and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert games_played(url) > games  # the games went on
+        for s in flood:
+            s.setblocking(False)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(closed_by_server(s) for s in flood):
+            time.sleep(0.2)
+        assert all(closed_by_server(s) for s in flood)  # closed at their deadline
+        assert threads_of(league.proc.pid) < threads + 25
+        print(f"\nfigure: threads of the league process {threads} before 1,000 half-sent "
+              f"requests, {during} with them open")
+    finally:
+        for s in flood:
+            s.close()
 
 
 def test_the_standings_move_as_games_finish(served: dict[str, Any],
@@ -190,20 +251,44 @@ def test_a_name_that_looks_like_markup_renders_as_text(
     watch.check()
 
 
+def replays(url: str) -> tuple[str, str]:
+    """A recent game whose replay is shown (its set whole) and one whose replay is
+    withheld (its set still being played), waited for."""
+    shown = withheld = ""
+    deadline = time.monotonic() + 120
+    while not (shown and withheld) and time.monotonic() < deadline:
+        for game in first_state(url)["recent"]:
+            status, body = get(url + "games/" + quote(game["game_id"]) + ".json")
+            if status == 200:
+                shown = shown or game["game_id"]
+            elif status == 404 and json.loads(body).get("withheld"):
+                withheld = withheld or game["game_id"]
+        time.sleep(0.2)
+    assert shown and withheld, (shown, withheld)
+    return shown, withheld
+
+
+def test_a_replay_is_withheld_while_its_set_is_played(served: dict[str, Any]) -> None:
+    url = served["url"]
+    shown, withheld = replays(url)
+    status, body = get(url + "games/" + quote(withheld) + ".json")
+    assert status == 404 and "withheld until its deal's set is complete" in json.loads(
+        body)["error"]
+    status, body = get(url + "games/" + quote(withheld))
+    assert status == 404 and b'id="withheld"' in body and b'id="record"' not in body
+    status, body = get(url + "games/" + quote(shown))  # the control: a whole set's game
+    assert status == 200 and b'id="record"' in body
+
+
 def test_the_pages_are_valid_html(served: dict[str, Any], tmp_path: Path) -> None:
     url = served["url"]
-    state = first_state(url)
-    deadline = time.monotonic() + 60
-    while not state["recent"] and time.monotonic() < deadline:
-        time.sleep(0.5)
-        state = first_state(url)
-    game = state["recent"][0]["game_id"]
+    game, withheld = replays(url)
     paths = ["", "season", "bots/alice-bot", "bots/" + quote(XSS, safe=""),
-             "games/" + quote(game), "watch/" + quote(game)]
+             "games/" + quote(game), "watch/" + quote(game), "games/" + quote(withheld)]
     pages = []
     for i, path in enumerate(paths):
         status, body = get(url + path)
-        assert status == 200, path
+        assert status == (404 if path.endswith(quote(withheld)) else 200), path
         assert b"<img src=x" not in body, path
         page = tmp_path / f"page{i}.html"
         page.write_bytes(body)

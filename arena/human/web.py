@@ -1,6 +1,7 @@
 """A seat played by a person in the browser: ``arena play --bots human,... --web``.
 
-A small HTTP server on 127.0.0.1 (a thread; the referee runs in trio) serves one page
+A small HTTP server on 127.0.0.1 (:class:`arena.http.server.BoundedServer`: a thread of its
+own, bounded; the referee runs in trio) serves one page
 under a random path (the token in the printed URL keeps other local pages out). The page
 gets the seat's state by server-sent events (``events``) and posts answers (``answer``:
 the same words the terminal takes, :func:`arena.human.parse_answer`); an illegal answer
@@ -20,12 +21,12 @@ import math
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
 import trio
 
+from arena.http.server import BoundedServer, Limits, Request, Response, Stream, text
 from arena.human.terminal import HUMAN, AnswerError, leading_index, parse_answer, winning_now
 from arena.model.results import GameResult, RoundResult
 from arena.publish.markup import esc
@@ -95,17 +96,17 @@ def view_state(view: View) -> dict[str, Any]:
 
 
 class WebTable:
-    """The state shared by the page's requests (threads) and the seat's player (trio).
+    """The state shared by the page's server (its thread) and the seat's player (trio).
 
-    ``state`` is the JSON the page is sent; each change bumps ``version`` and wakes the
-    event streams.
+    ``state`` is the JSON the page is sent; each change bumps ``version`` and calls
+    ``on_change`` (the event streams' :meth:`arena.http.server.Feed.changed`).
     """
 
     def __init__(self, names: Sequence[str] = (), token: str | None = None) -> None:
         self.token = token or secrets.token_urlsafe(12)
-        self._cond = threading.Condition()
+        self._cond = threading.RLock()
         self.version = 0
-        self.closed = False
+        self.on_change: Callable[[], None] = lambda: None
         self.state: dict[str, Any] = {"status": "wait", "names": list(names), "view": None,
                                       "rounds": [], "result": None,
                                       "message": "the game is starting"}
@@ -119,25 +120,11 @@ class WebTable:
         with self._cond:
             self.state = dict(self.state, **changes)
             self.version += 1
-            self._cond.notify_all()
+        self.on_change()
 
     def snapshot(self) -> tuple[int, dict[str, Any]]:
         with self._cond:
             return self.version, dict(self.state, version=self.version)
-
-    def wait(self, after: int, timeout: float) -> tuple[int, dict[str, Any]] | None:
-        """The state once its version passes ``after``; None after ``timeout`` seconds or
-        when the table closes."""
-        with self._cond:
-            self._cond.wait_for(lambda: self.version > after or self.closed, timeout)
-            if self.version <= after:
-                return None
-            return self.version, dict(self.state, version=self.version)
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
 
     def set_names(self, names: Sequence[str]) -> None:
         self._changed(names=list(names))
@@ -347,129 +334,75 @@ def replay_page(record: Mapping[str, Any]) -> str:
 """
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None  # the terminal shows the game, not the requests
-
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, status: int, value: Any) -> None:
-        self._send(status, json.dumps(value).encode(), "application/json")
-
-    def _route(self) -> str | None:
-        """The path under the table's token, or None for any other path."""
-        prefix = f"/{self.server.table.token}/"
-        path = self.path.split("?", 1)[0]
-        return path[len(prefix):] if path.startswith(prefix) else None
-
-    def do_GET(self) -> None:
-        table = self.server.table
-        route = self._route()
-        if route in ("", "index.html"):
-            self._send(200, self.server.page.encode(), "text/html; charset=utf-8")
-        elif route == "state":
-            self._json(200, table.snapshot()[1])
-        elif route == "events":
-            self._events()
-        elif route == "record.json" and table.record is not None:
-            self._json(200, table.record)
-        elif route == "replay.html" and table.replay_page is not None:
-            self._send(200, table.replay_page.encode(), "text/html; charset=utf-8")
-        elif route is not None and route.startswith("assets/") and route[7:] in ASSETS:
-            name = route[7:]
-            data = resources.files("arena.publish").joinpath("assets", name).read_bytes()
-            self._send(200, data, ASSETS[name])
-        else:
-            self._send(404, b"not found\n", "text/plain; charset=utf-8")
-
-    def do_POST(self) -> None:
-        if self._route() != "answer":
-            self._send(404, b"not found\n", "text/plain; charset=utf-8")
-            return
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_BODY:
-            self._json(400, {"error": f"a body of 0..{MAX_BODY} bytes is expected"})
-            return
-        try:
-            body = json.loads(self.rfile.read(length))
-            text = body["answer"]
-            if not isinstance(text, str):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            self._json(400, {"error": 'expected JSON {"answer": "H7"}'})
-            return
-        refused = self.server.table.answer(text)  # a refusal is an answer, not an error
-        self._json(200, {"ok": True} if refused is None else {"ok": False, "error": refused})
-
-    def _events(self) -> None:
-        table = self.server.table
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        seen, state = table.snapshot()
-        try:
-            while True:
-                if state["status"] == "over":  # the last event: the stream ends, and the
-                    # page is told not to reconnect for a day (it needs nothing more)
-                    self.wfile.write(f"retry: 86400000\ndata: {json.dumps(state)}\n\n".encode())
-                    self.wfile.flush()
-                    return
-                self.wfile.write(f"data: {json.dumps(state)}\n\n".encode())
-                self.wfile.flush()
-                got = None
-                while got is None and not table.closed:
-                    got = table.wait(seen, KEEP_ALIVE_S)
-                    if got is None:
-                        self.wfile.write(b": keep-alive\n\n")
-                        self.wfile.flush()
-                if got is None:
-                    return
-                seen, state = got
-        except (ConnectionError, OSError):
-            return
+LIMITS = Limits(connections=64, streams=8, request_s=5.0, header_bytes=8192,
+                body_bytes=MAX_BODY, write_s=10.0, handler_s=15.0, workers=1)
+"""What the page's clients may take (:class:`arena.http.server.Limits`)."""
+HEADERS = (("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, table: WebTable, page: str, port: int) -> None:
-        super().__init__((HOST, port), _Handler)
-        self.table = table
-        self.page = page
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return None  # a browser that drops its connection is no error
+def _json(status: int, value: Any) -> Response:
+    return Response(status, json.dumps(value).encode(), "application/json")
 
 
 class WebServer:
-    """The page's server, serving ``table`` and its ``page`` (:func:`play_page`) from a
-    thread until :meth:`close`."""
+    """The page's server (:class:`arena.http.server.BoundedServer`), serving ``table``
+    and its ``page`` (:func:`play_page`) from a thread until :meth:`close`."""
 
     def __init__(self, table: WebTable, page: str, port: int = 0) -> None:
         self.table = table
-        self._server = _Server(table, page, port)
-        self.url = f"http://{HOST}:{self._server.server_address[1]}/{table.token}/"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.2}, daemon=True,
-                                        name="play-web")
+        self.page = page.encode()
+        self._server = BoundedServer(HOST, port, self._answer, name="play-web",
+                                     limits=LIMITS, headers=HEADERS,
+                                     methods=("GET", "HEAD", "POST"))
+        self.feed = self._server.feed(self._message, interval=0.05,
+                                      keep_alive=KEEP_ALIVE_S)
+        table.on_change = self.feed.changed
+        self.url = f"http://{HOST}:{self._server.port}/{table.token}/"
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def close(self) -> None:
-        self.table.close()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
+
+    def _message(self) -> tuple[bytes, bool]:
+        state = self.table.snapshot()[1]
+        if state["status"] == "over":  # the last event: the stream ends, and the page is
+            # told not to reconnect for a day (it needs nothing more)
+            return f"retry: 86400000\ndata: {json.dumps(state)}\n\n".encode(), True
+        return f"data: {json.dumps(state)}\n\n".encode(), False
+
+    async def _answer(self, request: Request) -> Response | Stream:
+        table = self.table
+        prefix = f"/{table.token}/"  # any other path is not found
+        route = request.path[len(prefix):] if request.path.startswith(prefix) else None
+        if request.method == "POST":
+            if route != "answer":
+                return text(404, "not found")
+            return await self._take(request.body)
+        if route in ("", "index.html"):
+            return Response(200, self.page, "text/html; charset=utf-8")
+        if route == "state":
+            return _json(200, table.snapshot()[1])
+        if route == "events":
+            return Stream(self.feed)
+        if route == "record.json" and table.record is not None:
+            return _json(200, table.record)
+        if route == "replay.html" and table.replay_page is not None:
+            return Response(200, table.replay_page.encode(), "text/html; charset=utf-8")
+        if route is not None and route.startswith("assets/") and route[7:] in ASSETS:
+            name = route[7:]
+            data = resources.files("arena.publish").joinpath("assets", name).read_bytes()
+            return Response(200, data, ASSETS[name])
+        return text(404, "not found")
+
+    async def _take(self, body: bytes) -> Response:
+        try:
+            answer = json.loads(body)["answer"]
+            if not isinstance(answer, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            return _json(400, {"error": 'expected JSON {"answer": "H7"}'})
+        # (a worker thread: the answer is handed to the game's trio loop, and waited for)
+        refused = await self._server.blocking(self.table.answer, answer)
+        return _json(200, {"ok": True} if refused is None else {"ok": False, "error": refused})

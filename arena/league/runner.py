@@ -74,6 +74,7 @@ from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.stats.ratings import GameScores
+from arena.tournament.readers import StoreReaders, store_readers
 from arena.tournament.runner import job_of, stop_on_signal
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -241,11 +242,14 @@ class League:
     def __init__(self, config: LeagueConfig, store: Store, writer: StoreWriter,
                  pools_nursery: trio.Nursery, summary: LeagueSummary,
                  on_event: Event | None, on_game: Callable[[League], None] | None,
-                 max_games: int | None) -> None:
+                 max_games: int | None, readers: StoreReaders | None = None) -> None:
         self.config = config
         self.base = config.base
         self.store = store
         self.writer = writer
+        self.readers = readers
+        """Read-only connections for what the league's pages and service read (off the
+        game loop and off the writer: :mod:`arena.tournament.readers`)."""
         self.nursery = pools_nursery
         self.summary = summary
         self.on_event = on_event or (lambda text: None)
@@ -649,9 +653,11 @@ async def run_league(config: LeagueConfig, store: Store, *,
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as outer:
                 outer.start_soon(stop_on_signal, signals, outer.cancel_scope, summary)
-                async with store_writer(store) as writer, trio.open_nursery() as pools:
+                async with store_writer(store) as writer, \
+                        store_readers(store.path.parent) as readers, \
+                        trio.open_nursery() as pools:
                     league = League(config, store, writer, pools, summary, on_event,
-                                    on_game, max_games)
+                                    on_game, max_games, readers)
                     if league.season is None:
                         await league._new_season()
                     await league.open_field()

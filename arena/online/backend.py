@@ -10,7 +10,11 @@ manifest's version and the bundle's SHA-256; the store keeps the request's body,
 owns which bot survives every restart. The service acknowledges a submission only once
 that answer is there: the bot is in the store, durably.
 
-Everything read comes from the store (through its writer thread) or from the run itself:
+Everything read comes from the store or from the run itself. The store is read by its
+readers (:mod:`arena.tournament.readers`: read-only connections in threads of their own),
+never by its writer thread nor on the game loop: a bot's page reads the bot's running
+totals (a row per version, :meth:`Store.bot_totals`), a list of games the small tables
+(:meth:`Store.game_rows`), and the parsing is done in the reader's thread. From the run:
 the live ratings, the games in progress (the public state at every decision: each seat is
 watched as it is asked, :class:`arena.league.runner.GameWatcher`), and the stderr log of
 each bot's process in each game (kept for the games of this run).
@@ -18,7 +22,6 @@ each bot's process in each game (kept for the games of this run).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -60,7 +63,7 @@ from arena.rules import View
 from arena.rules.cards import format_card, format_suit
 from arena.tournament.config import BotEntry
 from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
+from arena.tournament.store import BotTotals, Store
 
 ORGANISER = "organiser"
 """The author shown for the league file's bots (and the house bots)."""
@@ -70,6 +73,19 @@ HISTORY = 500
 """Rating points kept per bot for its chart."""
 LOGS_KEPT = 50_000
 """(game, bot) -> log entries kept in memory (the oldest are forgotten first)."""
+
+
+class ReplayWithheld(LeagueError):
+    """A finished game whose replay is not shown yet: a rotation of its duplicate set is
+    still to be played (one line: :func:`withheld_text`)."""
+
+
+def withheld_text(game_id: str, left: int) -> str:
+    """Why the replay of ``game_id`` is not shown (``left`` rotations of its set to go)."""
+    return (f"the replay of {game_id} is withheld until its deal's set is complete: "
+            f"{left} more rotation{'s' if left != 1 else ''} of the same deal "
+            f"{'are' if left != 1 else 'is'} still to be played, by bots that must not "
+            f"know its hands")
 
 
 def public_state(view: View, seats: Sequence[str], to_move: int) -> dict[str, Any]:
@@ -210,7 +226,11 @@ class RunnerBackend(GameWatcher):
         return self.league
 
     async def _read(self, fn: Any) -> Any:
-        return await self._league().writer.call(fn)
+        """``fn(store)`` on one of the store's readers (never the writer thread)."""
+        league = self._league()
+        if league.readers is None:
+            raise LeagueError("the league's store has no readers")
+        return await league.readers.call(fn)
 
     async def _rows(self) -> list[FieldRow]:
         rows: list[FieldRow] = await self._read(field_rows)
@@ -307,26 +327,15 @@ class RunnerBackend(GameWatcher):
                 for i, (name, elo, sigma, games) in enumerate(league.ranking(), start=1)]
 
     async def _games(self, limit: int, bots: set[str] | None = None) -> list[GameSummary]:
-        def read(store: Store) -> list[Any]:
-            return store.db.execute(
-                "SELECT id, bots, ended_at, record FROM games WHERE status = 'done'"
-                " ORDER BY seq DESC LIMIT ?", (limit if bots is None else 2000,)).fetchall()
+        game = self.config.base.game
 
-        out: list[GameSummary] = []
-        for game_id, seats_json, ended, record_json in await self._read(read):
-            seats = tuple(json.loads(seats_json))
-            if bots is not None and not bots.intersection(seats):
-                continue
-            record = json.loads(record_json)
-            faults = [0] * len(seats)
-            for f in record.get("faults", []):
-                faults[int(f["seat"])] += 1
-            out.append(GameSummary(str(game_id), self.config.base.game, seats,
-                                   tuple(record["totals"]), tuple(record["places"]),
-                                   tuple(faults), float(ended or 0.0)))
-            if len(out) >= limit:
-                break
-        return out
+        def read(store: Store) -> list[GameSummary]:
+            rows = store.game_rows(limit, None if bots is None else sorted(bots))
+            return [GameSummary(r.id, game, r.bots, r.totals, r.places, r.faults, r.ended_at)
+                    for r in rows]
+
+        games: list[GameSummary] = await self._read(read)
+        return games
 
     async def recent_games(self, n: int) -> list[GameSummary]:
         return await self._games(n) if n > 0 else []
@@ -350,46 +359,41 @@ class RunnerBackend(GameWatcher):
         return list(self.live.values())
 
     async def record(self, game_id: str) -> dict[str, object] | None:
-        def read(store: Store) -> Any:
-            return store.db.execute("SELECT record FROM games WHERE id = ? AND status ="
-                                    " 'done'", (game_id,)).fetchone()
+        """A finished game's record; None if there is none. Withheld (:class:`LeagueError`,
+        one line) while a rotation of its duplicate set is still to be played: the record
+        holds every hand and the deal's seed, which a bot still to play that deal must
+        not be told. (:class:`ReplayWithheld`, a :class:`LeagueError`, as the service's
+        protocol knows no other refusal.)"""
+        seats = self.config.base.seats
 
-        row = await self._read(read)
-        if row is None:
+        def read(store: Store) -> tuple[dict[str, object], int] | None:
+            return store.finished_record(game_id)
+
+        found: tuple[dict[str, object], int] | None = await self._read(read)
+        if found is None:
             return None
-        data: dict[str, object] = json.loads(row[0])
-        return data
+        record, done = found
+        if done < seats:
+            raise ReplayWithheld(withheld_text(game_id, seats - done))
+        return record
 
     async def bot(self, name: str) -> BotDetail | None:
-        rows = await self._rows()
-        mine = [r for r in rows if r.name == name or r.base == name]
-        if not mine:
+        def read(store: Store) -> tuple[list[FieldRow], BotTotals | None]:
+            rows = field_rows(store)
+            mine = [r for r in rows if r.name == name or r.base == name]
+            if not mine:
+                return rows, None
+            line = tuple(r.name for r in rows if r.base == mine[0].base)
+            return rows, store.bot_totals(line)
+
+        rows, totals = await self._read(read)
+        if totals is None:
             return None
+        base = next(r for r in rows if r.name == name or r.base == name).base
         authors = self._authors(rows)
-        base = mine[0].base
         line = [r for r in rows if r.base == base]
         latest = line[-1]
         names = tuple(r.name for r in line)
-        marks = ",".join("?" * len(names))
-
-        def read(store: Store) -> tuple[Any, list[Any], list[Any]]:
-            games = store.db.execute(
-                f"SELECT COUNT(DISTINCT game_id) FROM results WHERE bot IN ({marks})",
-                names).fetchone()[0]
-            kinds = store.db.execute(f"SELECT kind, COUNT(*) FROM faults WHERE bot IN"
-                                     f" ({marks}) GROUP BY kind", names).fetchall()
-            times = store.db.execute(f"SELECT ms, cpu_ms FROM latencies WHERE bot IN"
-                                     f" ({marks})", names).fetchall()
-            return games, kinds, times
-
-        games, kinds, times = await self._read(read)
-        walls: list[float] = []
-        cpus: list[float] = []
-        for ms, cpu in times:
-            walls += [float(x) for x in json.loads(ms)]
-            if cpu:
-                cpus += [float(x) for x in json.loads(cpu) if x is not None]
-        fault_kinds = {str(k): int(n) for k, n in kinds}
         bot = FieldBot(authors.get(base, ORGANISER), base,
                        str(latest.request.get("manifest_version", "")),
                        ACTIVE if latest.status == "active" else RETIRED,
@@ -398,9 +402,11 @@ class RunnerBackend(GameWatcher):
                                       str(r.request.get("bundle", "")), r.added_at)
                          for r in line)
         history = tuple(p for n in names for p in self.history.get(n, []))
-        return BotDetail(bot, versions, int(games), sum(fault_kinds.values()), fault_kinds,
-                         len(walls), sum(cpus) / len(cpus) if cpus else None,
-                         sum(walls) / len(walls) if walls else None,
+        return BotDetail(bot, versions, totals.games, totals.faults, totals.fault_kinds,
+                         totals.decisions,
+                         totals.cpu_ms / totals.cpu_decisions if totals.cpu_decisions
+                         else None,
+                         totals.wall_ms / totals.decisions if totals.decisions else None,
                          tuple(sorted(history, key=lambda p: p.time)))
 
     async def season(self) -> SeasonInfo:

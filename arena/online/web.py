@@ -1,8 +1,9 @@
 """The live page of a league: ``arena league serve --web``.
 
-A small HTTP server (threads; the league runs in trio) on 127.0.0.1 by default, or behind
-the league's TLS. Pages, in the published site's style (its ``site.css``, cards and replay
-viewer):
+A bounded HTTP server (:class:`arena.http.server.BoundedServer`: one thread of its own, no
+thread per connection, :data:`LIMITS` on what one client takes; the league runs in trio)
+on 127.0.0.1 by default, or behind the league's TLS. Pages, in the published site's style
+(its ``site.css``, cards and replay viewer):
 
 - ``/``: the standings with their intervals (``elo ± 2 sigma``), the games in progress,
   the recent games with a link to each replay, a link to the season; and a box where an
@@ -13,33 +14,47 @@ viewer):
   shown: a card is seen once it is played (every hand is in the replay once the game is
   over, as in any record);
 - ``/games/ID``: a finished game in the replay viewer (``/games/ID.json``: its record);
+  withheld (404, and why) while another rotation of its duplicate set is to be played;
 - ``/bots/NAME``: a bot's versions, faults, CPU per decision and rating history (a chart);
 - ``/season``: the season: its number, start, games and the commitment to its seed.
 
 Everything that moves comes through server-sent events (``/events``: the whole public
-state, on every change) and is drawn by ``live.js``, which sets every name and every other
+state, serialised once per message for every stream, at most one message every
+:data:`EVENT_INTERVAL_S`) and is drawn by ``live.js``, which sets every name and every other
 submitted text as text (``textContent``), never as markup; the pages the server writes
 escape them (:func:`arena.publish.markup.esc`). The logs need the author's token, sent in
 an ``Authorization`` header (never in a URL) and checked by the service: an author sees the
 logs of their own bots only. Pages carry a Content-Security-Policy allowing only the
-server's own scripts.
+server's own scripts. What a page reads of the league runs as a trio task of the league's
+loop (:class:`arena.http.server.TrioCalls`) and reads the store through its readers
+(:mod:`arena.tournament.readers`), never on the writer thread.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import threading
 import time
-from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
 from importlib import resources
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 import trio
 
 from arena import __version__
+from arena.http.server import (
+    BoundedServer,
+    Limits,
+    Request,
+    Response,
+    Stream,
+    TrioCalls,
+    text,
+)
 from arena.league.service import LeagueService
 from arena.model.league_api import (
     GAME_PROGRESS,
@@ -49,18 +64,38 @@ from arena.model.league_api import (
     Standing,
     TlsFiles,
 )
+from arena.online.backend import ReplayWithheld
 from arena.publish.charts import Series, line_chart
 from arena.publish.markup import esc
 from arena.publish.replay import replay_section, script_json
 
 KEEP_ALIVE_S = 15.0
+"""An idle event stream gets a comment line this often (so a dead connection shows)."""
+EVENT_INTERVAL_S = 0.25
+"""The event streams get at most one message this often: moves in between are one."""
+REFRESH_S = 0.25
+"""The standings and recent games are read again at most this often."""
+PAGE_CACHE_S = 1.0
+"""A page read from the league (a bot's, the season's, a replay) is kept this long: many
+clients asking for the same page cost the league one read a second."""
+PAGE_CACHE_ENTRIES = 512
 RECENT = 20
+LOG_TAIL = 1 << 20
+"""The end of a bot's log that its author is shown, in bytes."""
+LIMITS = Limits(connections=256, streams=64, request_s=5.0, header_bytes=8192,
+                body_bytes=0, write_s=10.0, stream_buffer=1 << 20, handler_s=15.0,
+                workers=2)
+"""What the page's clients may take (:class:`arena.http.server.Limits`): 256
+connections, 64 event streams, 5 s for a request to arrive whole, no body."""
 PUBLISH_ASSETS = {"site.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml",
                   "replay.js": "text/javascript; charset=utf-8"}
 OWN_ASSETS = {"live.js": "text/javascript; charset=utf-8",
               "live.css": "text/css; charset=utf-8"}
 CSP = ("default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
        "frame-ancestors 'none'; form-action 'self'")
+HEADERS = (("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+           ("Content-Security-Policy", CSP), ("Referrer-Policy", "no-referrer"))
+"""Every answer's headers."""
 
 
 def standing_json(row: Standing) -> dict[str, Any]:
@@ -82,24 +117,26 @@ def live_json(game: LiveGame) -> dict[str, Any]:
 
 
 class LiveState:
-    """The public state the pages are sent, shared by the request threads; each change
-    bumps ``version`` and wakes the event streams."""
+    """The public state the pages are sent: changed by the league's trio loop (cheap: a
+    dictionary replaced), read by the page's server thread. Each change bumps
+    ``version`` and calls ``on_change`` (the event streams' :meth:`Feed.changed`, which
+    only marks: the state is serialised once per message, in the server's thread)."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self.version = 0
-        self.closed = False
         self.state: dict[str, Any] = {"standings": [], "live": {}, "recent": [],
                                       "season": None}
+        self.on_change: Callable[[], None] = lambda: None
 
     def update(self, **changes: Any) -> None:
-        with self._cond:
+        with self._lock:
             self.state = dict(self.state, **changes)
             self.version += 1
-            self._cond.notify_all()
+        self.on_change()
 
     def set_live(self, game: LiveGame) -> None:
-        with self._cond:
+        with self._lock:
             live = dict(self.state["live"])
             entry = live_json(game)
             if game.game_id in live:
@@ -107,23 +144,11 @@ class LiveState:
             live[game.game_id] = entry
             self.state = dict(self.state, live=live)
             self.version += 1
-            self._cond.notify_all()
+        self.on_change()
 
     def snapshot(self) -> tuple[int, dict[str, Any]]:
-        with self._cond:
+        with self._lock:
             return self.version, dict(self.state, version=self.version)
-
-    def wait(self, after: int, timeout: float) -> tuple[int, dict[str, Any]] | None:
-        with self._cond:
-            self._cond.wait_for(lambda: self.version > after or self.closed, timeout)
-            if self.version <= after:
-                return None
-            return self.version, dict(self.state, version=self.version)
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
 
 
 def _page(title: str, body: str, page: str, scripts: tuple[str, ...] = ("live.js",),
@@ -264,164 +289,30 @@ before its games: once the seed is published, anyone can check the deals.</p>"""
     return _page(f"Season {season.number}", body, "season", ())
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _html(self, text: str) -> None:
-        self._send(200, text.encode(), "text/html; charset=utf-8")
-
-    def _json(self, status: int, value: Any) -> None:
-        self._send(status, json.dumps(value).encode(), "application/json")
-
-    def _missing(self) -> None:
-        self._send(404, b"not found\n", "text/plain; charset=utf-8")
-
-    def _trio(self, fn: Any, *args: Any) -> Any:
-        return trio.from_thread.run(fn, *args, trio_token=self.server.token)
-
-    def do_GET(self) -> None:
-        try:
-            self._get()
-        except trio.RunFinishedError:
-            self._send(503, b"the league is stopping\n", "text/plain; charset=utf-8")
-
-    def _get(self) -> None:
-        path = unquote(urlsplit(self.path).path)
-        backend = self.server.service.backend
-        if path in ("/", "/index.html"):
-            self._html(index_page())
-        elif path == "/events":
-            self._events()
-        elif path == "/state.json":
-            self._json(200, self.server.live.snapshot()[1])
-        elif path.startswith("/assets/"):
-            name = path[len("/assets/"):]
-            if name in PUBLISH_ASSETS:
-                data = resources.files("arena.publish").joinpath("assets", name).read_bytes()
-                self._send(200, data, PUBLISH_ASSETS[name])
-            elif name in OWN_ASSETS:
-                data = resources.files("arena.online").joinpath("assets", name).read_bytes()
-                self._send(200, data, OWN_ASSETS[name])
-            else:
-                self._missing()
-        elif path.startswith("/watch/"):
-            self._html(watch_page(path[len("/watch/"):]))
-        elif path.startswith("/games/"):
-            game_id = path[len("/games/"):]
-            as_json = game_id.endswith(".json")
-            record = self._trio(backend.record, game_id.removesuffix(".json"))
-            if record is None:
-                self._missing()
-            elif as_json:
-                self._json(200, record)
-            else:
-                self._html(replay_page({**record, "game_id": game_id}))
-        elif path.startswith("/bots/"):
-            detail = self._trio(backend.bot, path[len("/bots/"):])
-            if detail is None:
-                self._missing()
-            else:
-                self._html(bot_page(detail))
-        elif path == "/season":
-            self._html(season_page(self._trio(backend.season)))
-        elif path == "/api/my-games":
-            self._mine(None)
-        elif path.startswith("/api/log/"):
-            self._mine(path[len("/api/log/"):])
-        else:
-            self._missing()
-
-    def _token(self) -> str | None:
-        header = self.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-    def _mine(self, game_id: str | None) -> None:
-        service = self.server.service
-        try:
-            author = trio.from_thread.run(service.authenticate, self._token(),
-                                          self.client_address[0], trio_token=self.server.token)
-            if game_id is None:
-                games = self._trio(service.games_of, author, 100)
-                self._json(200, {"author": author.name,
-                                 "games": [game_json(g) for g in games]})
-                return
-            path = self._trio(service.log_file, author, game_id)
-        except ServiceError as e:
-            status = {"unauthenticated": 401, "not_found": 404,
-                      "permission_denied": 403}.get(e.code, 400)
-            self._json(status, {"error": str(e)})
-            return
-        try:
-            data = path.read_bytes()[-(1 << 20):]
-        except OSError as e:
-            self._json(404, {"error": f"the log cannot be read: {e.strerror}"})
-            return
-        self._send(200, data, "text/plain; charset=utf-8")
-
-    def _events(self) -> None:
-        live = self.server.live
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        seen, state = live.snapshot()
-        try:
-            while True:
-                self.wfile.write(f"data: {json.dumps(state)}\n\n".encode())
-                self.wfile.flush()
-                got = None
-                while got is None and not live.closed:
-                    got = live.wait(seen, KEEP_ALIVE_S)
-                    if got is None:
-                        self.wfile.write(b": keep-alive\n\n")
-                        self.wfile.flush()
-                if got is None:
-                    return
-                seen, state = got
-        except (ConnectionError, OSError, ssl.SSLError):
-            return
+def withheld_page(game_id: str, why: str) -> str:
+    body = (f'<p><a href="/">back to the league</a></p><h1>Replay of {esc(game_id)}</h1>'
+            f'<p id="withheld" class="note">{esc(why)}</p>')
+    return _page(f"Replay of {game_id}", body, "withheld", ())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+def _html(text: str, status: int = 200) -> Response:
+    return Response(status, text.encode(), "text/html; charset=utf-8")
 
-    def __init__(self, address: tuple[str, int], service: LeagueService, live: LiveState,
-                 token: trio.lowlevel.TrioToken, context: ssl.SSLContext | None) -> None:
-        super().__init__(address, _Handler)
-        if context is not None:
-            self.socket = context.wrap_socket(self.socket, server_side=True,
-                                              do_handshake_on_connect=False)
-        self.service = service
-        self.live = live
-        self.token = token
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return None  # a browser that drops its connection is no error
+def _json(status: int, value: Any) -> Response:
+    return Response(status, json.dumps(value).encode(), "application/json")
+
+
+MISSING = text(404, "not found")
 
 
 class LiveSite:
     """The live page's server for ``service``, on ``address`` (HOST:PORT), with ``tls`` if
-    given; :meth:`follow` (a trio task) keeps its state up to date."""
+    given: a :class:`BoundedServer` (its own thread; :data:`LIMITS`); :meth:`follow` (a
+    trio task) keeps its state up to date and runs the page's calls into the league."""
 
     def __init__(self, service: LeagueService, address: str, tls: TlsFiles | None,
-                 token: trio.lowlevel.TrioToken) -> None:
+                 token: trio.lowlevel.TrioToken, limits: Limits = LIMITS) -> None:
         host, _, port = address.rpartition(":")
         context = None
         if tls is not None:
@@ -433,21 +324,128 @@ class LiveSite:
                                  f"{e}") from None
         self.service = service
         self.live = LiveState()
-        self._server = _Server((host.strip("[]"), int(port)), service, self.live, token, context)
+        self.calls = TrioCalls(token)
+        self._server = BoundedServer(host.strip("[]"), int(port), self._answer,
+                                     name="league-web", limits=limits, context=context,
+                                     headers=HEADERS)
+        self.feed = self._server.feed(self._message, interval=EVENT_INTERVAL_S,
+                                      keep_alive=KEEP_ALIVE_S)
+        self.live.on_change = self.feed.changed
+        self._stale = trio.Event()
+        self._refreshing = False
+        self._cache: dict[str, tuple[float, Response]] = {}
+        """Pages read from the league (path -> (until, answer)), in the server's thread."""
+        self._assets: dict[str, Response] = {}
+        for names, package in ((PUBLISH_ASSETS, "arena.publish"), (OWN_ASSETS, "arena.online")):
+            for name, ctype in names.items():
+                data = resources.files(package).joinpath("assets", name).read_bytes()
+                self._assets[name] = Response(200, data, ctype)
+        self._index = _html(index_page())
         scheme = "https" if context is not None else "http"
         shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
-        self.url = f"{scheme}://{shown}:{self._server.server_address[1]}/"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.2}, daemon=True,
-                                        name="league-web")
+        self.url = f"{scheme}://{shown}:{self._server.port}/"
+
+    @property
+    def server(self) -> BoundedServer:
+        return self._server
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def close(self) -> None:
-        self.live.close()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
+
+    # -- the page's server (its own thread) -------------------------------------------
+
+    def _message(self) -> tuple[bytes, bool]:
+        """The event streams' message: the whole public state, serialised once for every
+        stream."""
+        return f"data: {json.dumps(self.live.snapshot()[1])}\n\n".encode(), False
+
+    async def _answer(self, request: Request) -> Response | Stream:
+        path = request.path
+        if path in ("/", "/index.html"):
+            return self._index
+        if path == "/events":
+            return Stream(self.feed)
+        if path == "/state.json":
+            return _json(200, self.live.snapshot()[1])
+        if path.startswith("/assets/"):
+            return self._assets.get(path[len("/assets/"):], MISSING)
+        if path.startswith("/watch/"):
+            return _html(watch_page(path[len("/watch/"):]))
+        if path == "/api/my-games":
+            return await self._mine(request, None)
+        if path.startswith("/api/log/"):
+            return await self._mine(request, path[len("/api/log/"):])
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        answer = await self._read(path)  # the same answer, for a second, to every client
+        if answer is not MISSING or path.startswith("/bots/"):
+            self._cache[path] = (time.monotonic() + PAGE_CACHE_S, answer)
+            while len(self._cache) > PAGE_CACHE_ENTRIES:
+                del self._cache[next(iter(self._cache))]
+        return answer
+
+    async def _read(self, path: str) -> Response:
+        """The pages read from the league: a replay, a bot's page, the season."""
+        backend = self.service.backend
+        if path.startswith("/games/"):
+            game_id = path[len("/games/"):]
+            as_json = game_id.endswith(".json")
+            try:
+                record = await self.calls.call(backend.record, game_id.removesuffix(".json"))
+            except ReplayWithheld as e:  # its set is still being played
+                why = str(e)
+                return (_json(404, {"error": why, "withheld": True}) if as_json
+                        else _html(withheld_page(game_id, why), 404))
+            if record is None:
+                return MISSING
+            if as_json:
+                return _json(200, record)
+            return _html(replay_page({**record, "game_id": game_id}))
+        if path.startswith("/bots/"):
+            detail = await self.calls.call(backend.bot, path[len("/bots/"):])
+            return MISSING if detail is None else _html(bot_page(detail))
+        if path == "/season":
+            return _html(season_page(await self.calls.call(backend.season)))
+        return MISSING
+
+    @staticmethod
+    def _token(request: Request) -> str | None:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+    async def _mine(self, request: Request, game_id: str | None) -> Response:
+        try:
+            found = await self.calls.call(self._games_or_log, self._token(request),
+                                          request.client, game_id)
+        except ServiceError as e:
+            status = {"unauthenticated": 401, "not_found": 404,
+                      "permission_denied": 403}.get(e.code, 400)
+            return _json(status, {"error": str(e)})
+        if isinstance(found, Path):
+            try:
+                data = await self._server.blocking(_tail, found, LOG_TAIL)
+            except OSError as e:
+                return _json(404, {"error": f"the log cannot be read: {e.strerror}"})
+            return Response(200, data, "text/plain; charset=utf-8")
+        return _json(200, found)
+
+    async def _games_or_log(self, token: str | None, client: str, game_id: str | None,
+                            ) -> dict[str, Any] | Path:
+        """(In the league's loop.) The author's games, or the path of a log of theirs;
+        ``client`` (the peer's address) is what the limit on wrong tokens counts by."""
+        service = self.service
+        author = await service.authenticate(token, client)
+        if game_id is None:
+            games = await service.games_of(author, 100)
+            return {"author": author.name, "games": [game_json(g) for g in games]}
+        return await service.log_file(author, game_id)
+
+    # -- the league's side (trio) -------------------------------------------------------
 
     async def refresh(self) -> None:
         backend = self.service.backend
@@ -461,13 +459,38 @@ class LiveSite:
             recent=[game_json(g) for g in recent],
             season={"number": season.number, "games": season.games})
 
-    async def follow(self) -> None:
-        """Keep the state up to date from the league's events, until cancelled."""
-        async with self.service.events(None) as events:
+    async def _refresher(self) -> None:
+        """Refresh the state once something but a move happened, at most every
+        :data:`REFRESH_S` seconds (the reads go to the store's readers)."""
+        while True:
+            await self._stale.wait()
+            self._stale = trio.Event()
             await self.refresh()
-            async for event in events:
-                if event.kind == GAME_PROGRESS and event.game_id:
-                    self.live.set_live(LiveGame(event.game_id, str(event.data.get("game", "")),
-                                                event.bots, event.time, event.data))
-                else:
+            await trio.sleep(REFRESH_S)
+
+    async def follow(self) -> None:
+        """Keep the state up to date from the league's events, and run the page's calls
+        into the league, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.calls.serve)
+            while True:  # a subscription dropped for falling behind is taken again
+                async with self.service.events(None) as events:
                     await self.refresh()
+                    if not self._refreshing:
+                        self._refreshing = True
+                        nursery.start_soon(self._refresher)
+                    async for event in events:
+                        if event.kind == GAME_PROGRESS and event.game_id:
+                            self.live.set_live(LiveGame(event.game_id,
+                                                        str(event.data.get("game", "")),
+                                                        event.bots, event.time, event.data))
+                        else:
+                            self._stale.set()
+
+
+def _tail(path: Path, size: int) -> bytes:
+    """The last ``size`` bytes of the file at ``path``."""
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - size))
+        return f.read()

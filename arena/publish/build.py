@@ -49,6 +49,7 @@ from arena.publish.pages import (
 )
 from arena.publish.rows import GameRows
 from arena.report.board import (
+    LEAGUE,
     build_leaderboard,
 )
 from arena.report.text import render_json
@@ -163,6 +164,9 @@ def build_event(folder: Path, dest: Path, resamples: int | None = None, *,
         total = store.count_done()
         names = [str(b["name"]) for b in registered]
         site = Site(dest, meta, Slugs(names), total, up=up)
+        seats = meta.get("seats", "")
+        if meta.get("format") == LEAGUE and seats.isdigit():  # its sets in flight
+            site.withheld = store.open_units(int(seats))
         if resamples is None:  # as the tournament's own leaderboard was built
             stored = meta.get("resamples", "")
             resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
@@ -265,6 +269,9 @@ class Site:
         """When the first stored game started and the last one ended (None: no games)."""
         self.name = meta.get("name") or "Tournament"
         self.rows = GameRows()
+        self.withheld: set[tuple[int, int]] = set()
+        """The duplicate sets (table, deal) whose replays are withheld: a league's sets
+        still being played (a rotation of their deal is to come)."""
         self.faults: dict[str, list[FaultRow]] = {}
         self._pending: StoredGame | None = None
         self._previous: str | None = None
@@ -282,7 +289,9 @@ class Site:
                 gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                               compresslevel=6) as jsonl:
             for game in games:
-                jsonl.write(json.dumps(game.record, separators=(",", ":")).encode() + b"\n")
+                if (game.table_no, game.deal_no) not in self.withheld:
+                    jsonl.write(json.dumps(game.record, separators=(",", ":")).encode()
+                                + b"\n")
                 self._add(game)
                 yield game
         self._flush(None)
@@ -314,7 +323,8 @@ class Site:
             target.parent.mkdir(exist_ok=True)
             _write(target, game_page(
                 pending, self, self._previous, following.id if following else None,
-                len(self.rows) - (1 if following else 0)))
+                len(self.rows) - (1 if following else 0),
+                (pending.table_no, pending.deal_no) in self.withheld))
             self._previous = pending.id
         self._pending = following
 

@@ -501,8 +501,16 @@ def games_page(lb: Mapping[str, Any], site: SiteContext, page_no: int = 1) -> st
                 description=f"The games of {site.name}", published=site.published, up=site.up)
 
 
+WITHHELD = ("The replay of this game (every hand, and the deal's seed) is withheld until "
+            "its deal's set is complete: another rotation of the same deal is still to be "
+            "played, by bots that must not know its hands. It is published with the set's "
+            "last game.")
+
+
 def game_page(game: StoredGame, site: SiteContext, previous: str | None, following: str | None,
-              number: int) -> str:
+              number: int, withheld: bool = False) -> str:
+    """A game's page: its result, faults and replay (``withheld``: the result and faults
+    only, and why: its set is still being played)."""
     record = game.record
     root = "../../"  # games/XY/ID.html
     seats = list(record.get("seats") or game.bots)
@@ -550,15 +558,18 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
         f"<h1>Game {esc(game.id)}</h1>",
         f'<p class="lede">{_game_title(game_name)}, {n} players'
         f'{" (" + esc(options) + ")" if options else ""} · table t{game.table_no}, deal '
-        f"{game.deal_no}, rotation {game.rotation} · game {number} of {site.total} · "
-        f'deal seed <code>{esc(record.get("seed"))}</code></p>',
+        f"{game.deal_no}, rotation {game.rotation} · game {number} of {site.total}"
+        + ("" if withheld else f' · deal seed <code>{esc(record.get("seed"))}</code>')
+        + "</p>",
         '<section aria-labelledby="result-h"><h2 id="result-h">Result</h2>',
         table(["Place", "Seat", "Bot", "Total", "Faults"], result_rows,
               ' id="result" class="data compact"'),
         "</section>",
+        f'<p class="note" id="withheld">{esc(WITHHELD)}</p>' if withheld else
         replay_section(record, seats, lambda name: bot_link(root, site.slugs, name),
                        f'<a href="{root}{DATA_FILE}">games.jsonl.gz</a>'),
         fault_html,
+        "" if withheld else
         f'<script type="application/json" id="record">{script_json(record)}</script>',
     ]
     return page(f"Game {game.id}: {site.name}", root, "\n".join(body), "", site.name,

@@ -132,8 +132,112 @@ _INDEXES = (
     " WHERE status = 'done' AND chain_seq IS NULL",
     # a game's faults (verify), and the cascade when a running game is reset
     "CREATE INDEX IF NOT EXISTS faults_game ON faults (game_id)",
+    # the games a bot sat in (an author's games on the live page), newest first
+    "CREATE INDEX IF NOT EXISTS results_bot ON results (bot, game_id)",
+    # the games of a duplicate set (is a replay withheld: are its rotations all done?)
+    "CREATE INDEX IF NOT EXISTS games_unit ON games (table_no, deal_no, status)",
 )
 """Every query on the game path uses one of these (or a primary key)."""
+
+_TOTALS = (
+    """CREATE TABLE IF NOT EXISTS bot_totals (
+    bot TEXT PRIMARY KEY,
+    games INTEGER NOT NULL DEFAULT 0,
+    decisions INTEGER NOT NULL DEFAULT 0,
+    wall_ms REAL NOT NULL DEFAULT 0,
+    cpu_decisions INTEGER NOT NULL DEFAULT 0,
+    cpu_ms REAL NOT NULL DEFAULT 0,
+    faults INTEGER NOT NULL DEFAULT 0
+)""",
+    """CREATE TABLE IF NOT EXISTS bot_fault_kinds (
+    bot TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (bot, kind)
+)""",
+    """CREATE TRIGGER IF NOT EXISTS bot_totals_results AFTER INSERT ON results BEGIN
+    INSERT INTO bot_totals (bot, games) VALUES (NEW.bot, 1)
+    ON CONFLICT (bot) DO UPDATE SET games = games + 1;
+END""",
+    """CREATE TRIGGER IF NOT EXISTS bot_totals_latencies AFTER INSERT ON latencies BEGIN
+    INSERT INTO bot_totals (bot, decisions, wall_ms, cpu_decisions, cpu_ms)
+    SELECT NEW.bot, (SELECT COUNT(value) FROM json_each(NEW.ms)),
+           (SELECT TOTAL(value) FROM json_each(NEW.ms)),
+           (SELECT COUNT(value) FROM json_each(COALESCE(NEW.cpu_ms, '[]'))),
+           (SELECT TOTAL(value) FROM json_each(COALESCE(NEW.cpu_ms, '[]')))
+    WHERE true
+    ON CONFLICT (bot) DO UPDATE SET decisions = decisions + excluded.decisions,
+        wall_ms = wall_ms + excluded.wall_ms,
+        cpu_decisions = cpu_decisions + excluded.cpu_decisions,
+        cpu_ms = cpu_ms + excluded.cpu_ms;
+END""",
+    """CREATE TRIGGER IF NOT EXISTS bot_totals_faults AFTER INSERT ON faults BEGIN
+    INSERT INTO bot_totals (bot, faults) VALUES (NEW.bot, 1)
+    ON CONFLICT (bot) DO UPDATE SET faults = faults + 1;
+    INSERT INTO bot_fault_kinds (bot, kind, n) VALUES (NEW.bot, NEW.kind, 1)
+    ON CONFLICT (bot, kind) DO UPDATE SET n = n + 1;
+END""",
+)
+"""Each bot's running totals (games, decisions, answer and CPU time, faults by kind),
+kept by triggers as the rows of a finished game are written, in its transaction: a bot's
+page reads a row per version, whatever the number of games (no scan of results, faults
+or latencies, no latency list parsed). The rows of a game are only ever added (a game is
+written once, when it finishes), so the totals only ever add."""
+_TOTALS_NAMES = ("bot_totals", "bot_fault_kinds", "bot_totals_results",
+                 "bot_totals_latencies", "bot_totals_faults")
+
+_FILL_TOTALS = (
+    "DELETE FROM bot_totals",
+    "DELETE FROM bot_fault_kinds",
+    "INSERT INTO bot_totals (bot, games) SELECT bot, COUNT(*) FROM results GROUP BY bot",
+    """INSERT INTO bot_totals (bot, decisions, wall_ms)
+    SELECT l.bot, COUNT(j.value), TOTAL(j.value) FROM latencies AS l, json_each(l.ms) AS j
+    WHERE true GROUP BY l.bot
+    ON CONFLICT (bot) DO UPDATE SET decisions = excluded.decisions,
+        wall_ms = excluded.wall_ms""",
+    """INSERT INTO bot_totals (bot, cpu_decisions, cpu_ms)
+    SELECT l.bot, COUNT(j.value), TOTAL(j.value) FROM latencies AS l, json_each(l.cpu_ms) AS j
+    WHERE l.cpu_ms IS NOT NULL GROUP BY l.bot
+    ON CONFLICT (bot) DO UPDATE SET cpu_decisions = excluded.cpu_decisions,
+        cpu_ms = excluded.cpu_ms""",
+    "INSERT INTO bot_fault_kinds (bot, kind, n) SELECT bot, kind, COUNT(*) FROM faults"
+    " GROUP BY bot, kind",
+    """INSERT INTO bot_totals (bot, faults) SELECT bot, SUM(n) FROM bot_fault_kinds
+    WHERE true GROUP BY bot ON CONFLICT (bot) DO UPDATE SET faults = excluded.faults""",
+)
+"""The totals made from the rows already stored (a store written before them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotTotals:
+    """The running totals of some bots (the versions of one), from :data:`_TOTALS`."""
+
+    games: int
+    """Games played, counted once per version that sat in them."""
+    decisions: int
+    wall_ms: float
+    """The answer times' sum."""
+    cpu_decisions: int
+    """Decisions whose CPU time was measured."""
+    cpu_ms: float
+    faults: int
+    fault_kinds: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GameRow:
+    """A finished game as a list shows it, from the small tables (no record parsed)."""
+
+    id: str
+    seq: int
+    table_no: int
+    deal_no: int
+    bots: tuple[str, ...]
+    ended_at: float
+    totals: tuple[int, ...]
+    places: tuple[int, ...]
+    faults: tuple[int, ...]
+    """Faults by seat."""
 
 _ADDED_COLUMNS = (
     # table, column, declaration: nullable columns newer than the first schema, added to
@@ -322,7 +426,7 @@ class Store:
             db.execute("PRAGMA foreign_keys=ON")
             if new:  # the tables and the version at once: never a store without a version
                 with _Transaction(db):
-                    for statement in (*_TABLES, *_INDEXES):
+                    for statement in (*_TABLES, *_INDEXES, *_TOTALS):
                         db.execute(statement)
                     db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES "
                                "('schema_version', ?)", (SCHEMA_VERSION,))
@@ -341,14 +445,17 @@ class Store:
                 raise StoreError(f"{path}: not a trick-arena store (no schema version)")
             if version == "1":
                 _migrate_v1(db)
+                _add_totals(db)
             elif version != SCHEMA_VERSION:
                 raise StoreError(f"{path}: store schema version {one_line(version, 40)}; "
                                  f"this arena reads version {SCHEMA_VERSION} (and migrates "
                                  f"version 1)")
-            elif not _has_indexes(db):  # a table or index lost: made again
+            elif not _has_indexes(db):  # a table or index lost (or new): made again
                 with _Transaction(db):
                     for statement in (*_TABLES, *_INDEXES):
                         db.execute(statement)
+            if not _has_totals(db):  # a store from before the running totals
+                _add_totals(db)
         except StoreError:
             db.close()
             raise
@@ -630,6 +737,89 @@ class Store:
                       [None if x is None else round(x, 3) for x in cpu_ms[s]]))
                  for s in range(seats)])
 
+    # -- what a live page reads (from the store's readers) ------------------------------
+
+    @_guarded("read")
+    def bot_totals(self, names: Sequence[str]) -> BotTotals:
+        """The running totals of the bots ``names`` (a bot's versions) together: a row
+        per name (the totals' primary key), whatever the number of games."""
+        marks = ",".join("?" * len(names))
+        row = self.db.execute(
+            f"SELECT TOTAL(games), TOTAL(decisions), TOTAL(wall_ms), TOTAL(cpu_decisions),"
+            f" TOTAL(cpu_ms), TOTAL(faults) FROM bot_totals WHERE bot IN ({marks})",
+            tuple(names)).fetchone()
+        kinds: dict[str, int] = {}
+        for kind, n in self.db.execute(
+                f"SELECT kind, n FROM bot_fault_kinds WHERE bot IN ({marks})", tuple(names)):
+            kinds[str(kind)] = kinds.get(str(kind), 0) + int(n)
+        return BotTotals(int(row[0]), int(row[1]), float(row[2]), int(row[3]),
+                         float(row[4]), int(row[5]), kinds)
+
+    @_guarded("read")
+    def game_rows(self, limit: int, bots: Sequence[str] | None = None) -> list[GameRow]:
+        """The last ``limit`` finished games, newest first (those in which one of
+        ``bots`` sat, if given), from the small tables: no record is read. The newest
+        games through ``games_status``; a bot's through ``results_bot`` (its games, then
+        sorted)."""
+        columns = "g.id, g.seq, g.table_no, g.deal_no, g.bots, g.ended_at"
+        if bots is None:
+            rows = self.db.execute(
+                f"SELECT {columns} FROM games AS g WHERE g.status = 'done'"
+                f" ORDER BY g.seq DESC LIMIT ?", (limit,)).fetchall()
+        elif not bots:
+            rows = []
+        else:
+            marks = ",".join("?" * len(bots))
+            rows = self.db.execute(
+                f"SELECT DISTINCT {columns} FROM results AS r CROSS JOIN games AS g"
+                f" ON g.id = r.game_id WHERE r.bot IN ({marks}) AND g.status = 'done'"
+                f" ORDER BY g.seq DESC LIMIT ?", (*bots, limit)).fetchall()
+        out: list[GameRow] = []
+        for game_id, seq, table_no, deal_no, bots_json, ended in rows:
+            where = f"{self.path}: game {show(game_id)}"
+            seats = _json(bots_json, where, "bots")
+            if not isinstance(seats, list):
+                raise StoreError(f"{where}: bots is not a list of bot names")
+            n = len(seats)
+            totals, places, faults = [0] * n, [0] * n, [0] * n
+            for seat, score, place in self.db.execute(
+                    "SELECT seat, score, place FROM results WHERE game_id = ?", (game_id,)):
+                if _is_int(seat) and 0 <= seat < n:
+                    totals[seat], places[seat] = int(score), int(place)
+            for seat, count in self.db.execute(
+                    "SELECT seat, COUNT(*) FROM faults WHERE game_id = ? GROUP BY seat",
+                    (game_id,)):
+                if _is_int(seat) and 0 <= seat < n:
+                    faults[seat] = int(count)
+            out.append(GameRow(str(game_id), int(seq), int(table_no), int(deal_no),
+                               tuple(str(b) for b in seats), float(ended or 0.0),
+                               tuple(totals), tuple(places), tuple(faults)))
+        return out
+
+    @_guarded("read")
+    def finished_record(self, game_id: str) -> tuple[dict[str, Any], int] | None:
+        """A finished game's record and how many games of its duplicate set (its table
+        and deal) are finished (through ``games_unit``); None if it is not finished."""
+        row = self.db.execute("SELECT record, table_no, deal_no FROM games WHERE id = ?"
+                              " AND status = 'done'", (game_id,)).fetchone()
+        if row is None:
+            return None
+        record = _json(row[0], f"{self.path}: game {show(game_id)}", "record")
+        if not isinstance(record, dict):
+            raise StoreError(f"{self.path}: game {show(game_id)}: record: not a JSON object")
+        done = self.db.execute("SELECT COUNT(*) FROM games WHERE table_no = ? AND"
+                               " deal_no = ? AND status = 'done'", (row[1], row[2])).fetchone()
+        return record, int(done[0])
+
+    @_guarded("read")
+    def open_units(self, seats: int) -> set[tuple[int, int]]:
+        """The duplicate sets (table, deal) with a finished game but fewer than ``seats``
+        finished: their replays are withheld while the set is played (one pass over
+        ``games_unit``)."""
+        return {(int(t), int(d)) for t, d in self.db.execute(
+            "SELECT table_no, deal_no FROM games INDEXED BY games_unit WHERE status = 'done'"
+            " GROUP BY table_no, deal_no HAVING COUNT(*) < ?", (seats,))}
+
     def iter_games(self, chain_order: bool = False) -> Iterator[StoredGame]:
         """Every finished game in schedule order, one at a time (records are not kept).
 
@@ -832,6 +1022,24 @@ def _has_indexes(db: sqlite3.Connection) -> bool:
     wanted = {"meta", "bots", "games", "results", "faults", "latencies",
               *(statement.split()[5] for statement in _INDEXES)}
     return wanted <= names
+
+
+def _has_totals(db: sqlite3.Connection) -> bool:
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    return set(_TOTALS_NAMES) <= names
+
+
+def _add_totals(db: sqlite3.Connection) -> None:
+    """Make the running totals (:data:`_TOTALS`) of a store written before them, from its
+    rows, in one transaction (looked at again inside it: of two processes opening the
+    store at once, the second finds them made). Made whole again if a part was lost."""
+    with _Transaction(db):
+        if _has_totals(db):
+            return
+        for name in _TOTALS_NAMES[2:]:
+            db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for statement in (*_TOTALS, *_FILL_TOTALS):
+            db.execute(statement)
 
 
 def _connect_readonly(path: Path, timeout: float = 30,
