@@ -22,13 +22,6 @@ class Bot(Protocol):
     def act(self, view: View) -> int: ...
 
 
-class TimedBot(Bot, Protocol):
-    """A bot that uses its time: the referee's players call :meth:`act_within` with the
-    decision's deadline (off the event loop) instead of :meth:`act`."""
-
-    def act_within(self, view: View, deadline_ms: int) -> int: ...
-
-
 class RandomBot:
     """Takes a uniformly random legal action, from its own seeded generator."""
 

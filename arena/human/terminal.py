@@ -33,7 +33,6 @@ from arena.rules.cards import (
     SPECIAL,
     SUIT_LETTERS,
     SUIT_NAMES,
-    SUIT_SYMBOLS,
     Card,
     CardError,
     card_symbol,
@@ -141,21 +140,6 @@ def winning_now(view: View) -> tuple[int, int, Card] | None:
     if index is None:
         return None
     return index, (view.trick.leader + index) % view.players, cards[index]
-
-
-def card_label(card: Card) -> str:
-    """A card for the terminal: its symbol and its short name (``7♥ H7``, ``Wizard W``)."""
-    return f"{card_symbol(card)} {format_card(card)}"
-
-
-def trump_line(view: View) -> str:
-    """The trump in force and the turned card, in words."""
-    turned = "" if view.trump_card is None else f" (turned: {card_symbol(view.trump_card)})"
-    if view.trump is not None:
-        return f"trump {SUIT_SYMBOLS[view.trump]} {SUIT_NAMES[view.trump]}{turned}"
-    if view.decision is Decision.TRUMP:
-        return f"a Wizard was turned: you, the dealer, choose the trump{turned}"
-    return f"no trump{turned}"
 
 
 def _trump_text(view: View) -> Text:

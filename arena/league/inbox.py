@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-import time
 from pathlib import Path
 from typing import Any
 
@@ -122,17 +121,3 @@ def withdraw(out: Path, request_id: str) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def wait_answer(out: Path, request_id: str, timeout_s: float,
-                alive: Any = None) -> str | None:
-    """Wait up to ``timeout_s`` for the answer; ``alive()`` (optional) is asked between
-    polls and the wait ends early (None) when it says False (no run holds the lock)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        text = take_answer(out, request_id)
-        if text is not None:
-            return text
-        if time.monotonic() > deadline or (alive is not None and not alive()):
-            return take_answer(out, request_id)
-        time.sleep(0.1)

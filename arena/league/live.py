@@ -348,7 +348,3 @@ class LiveRatings:
         ids = (list(range(len(self._names))) if names is None
                else [self._index[name] for name in names])
         return np.asarray(BASE_ELO + ELO_PER_NAT * self._theta[ids], dtype=np.float64)
-
-    def sigma_array(self) -> Array:
-        """Every bot's sigma in Elo in the order of :attr:`names`."""
-        return self._sigmas() * ELO_PER_NAT * self.inflation

@@ -63,10 +63,6 @@ class Balance:
     def pair_spread(self) -> int:
         return self.pair_meetings[1] - self.pair_meetings[0]
 
-    @property
-    def neighbour_spread(self) -> int:
-        return self.neighbours[1] - self.neighbours[0]
-
 
 def table_count(bots: int, seats: int, tables_per_bot: int) -> int:
     """The number of tables of a balanced schedule: ``ceil(bots · tables_per_bot / seats)``."""
