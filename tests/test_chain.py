@@ -594,7 +594,7 @@ def test_verify_certifies_no_damaged_store_file(
     damage_page_of(out, "sqlite_autoindex_games_2")
     code, stdout, err = run(capsys, "verify", str(out))
     assert code == 1 and stdout == "" and err.count("\n") == 1, err
-    assert "the store file is damaged: SQLite's integrity check: " in err
+    assert "the store file is damaged; " in err and "; SQLite's integrity check: " in err
     assert f"{TOTAL} of its {TOTAL} finished games can still be read" in err
 
 

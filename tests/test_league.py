@@ -12,8 +12,10 @@ bots where a test is not about processes; no timing is asserted.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -292,6 +294,9 @@ def test_close_while_running_finishes_the_sets_then_reveals(tmp_path: Path) -> N
         closed = arena("league", "close", str(path), "--resamples", "10", cwd=tmp_path)
         assert closed.returncode == 0, closed.stderr
         assert "season 1 closed" in closed.stdout
+        # a run holds the league: season 2 starts at once, and the answer says so
+        assert "season 2 started at once (seed commitment " in closed.stdout, closed.stdout
+        assert "the next run starts" not in closed.stdout
         # every set of season 1 was finished first (season 2's may already be under way)
         assert no_unfinished_sets(out, season=1)
         wait_for(lambda: bool(query(out, "SELECT 1 FROM league_sets WHERE season = 2")), proc)
@@ -303,6 +308,13 @@ def test_close_while_running_finishes_the_sets_then_reveals(tmp_path: Path) -> N
     checked = arena("verify", str(out), cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert "season 2: open" in checked.stdout
+    status = arena("league", "status", str(path), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    first = next(line for line in lines if line.startswith("season 1 (closed): "))
+    second = next(line for line in lines if line.startswith("season 2 (open): "))
+    assert first.endswith(", seed 11") and second.endswith(", seed sealed")
+    assert sum(int(line.split(": ")[1].split()[0]) for line in (first, second)) == done(out)
 
 
 # -- ratings ---------------------------------------------------------------------------
@@ -461,3 +473,53 @@ def test_a_league_refuses_to_run_on_a_damaged_store(tmp_path: Path) -> None:
     assert again.returncode == 2, again.stderr
     assert "the store file is damaged" in again.stderr and "not run" in again.stderr
     assert again.stderr.count("\n") == 1
+
+
+def _text(page: Path) -> str:
+    """A page's words, its markup and scripts left out."""
+    raw = re.sub(r"<script.*?</script>|<svg.*?</svg>", " ", page.read_text(), flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+
+
+def test_a_leagues_site_says_what_is_true_of_it(tmp_path: Path) -> None:
+    """Two seasons, a house bot, a retired bot, a bot of an author's: the published site
+    ranks the house bot nowhere (no 'None'), marks it and the retired bot, counts games
+    per season (a league schedules no total), shows season 1's revealed seed and keeps
+    season 2's sealed (its seed fixes season 1's deals only), and names the league's
+    author of a submitted bot beside what the bot says of itself."""
+    path = league_toml(tmp_path, house='[[house]]\nname = "anchor"\nspec = "heuristic"\n'
+                                       'rating = 1550', bots=4, seed=777)
+    out = tmp_path / "out"
+    assert arena("league", "run", str(path), "--games", "8", "--resamples", "10",
+                 cwd=tmp_path).returncode == 0
+    assert arena("league", "close", str(path), cwd=tmp_path).returncode == 0
+    request = {"id": "r-alice", "kind": "add", "name": "alices", "author": "alice",
+               "entry": entry_json(BotEntry("alices", BotSpec.parse("heuristic"), None,
+                                            Confinement()), tmp_path)}
+    with Store.open(out) as store:  # as the league service adds a submitted bot
+        answer, _ = apply_request(store, request, {})
+        assert answer.ok, answer.message
+    assert arena("league", "retire", str(path), "b1", cwd=tmp_path).returncode == 0
+    ran = arena("league", "run", str(path), "--games", "8", "--resamples", "10", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    site = tmp_path / "site"
+    assert arena("publish", str(out), "--out", str(site), cwd=tmp_path).returncode == 0
+    index, statement = _text(site / "index.html"), _text(site / "tournament.html")
+    assert "None" not in index and "None" not in statement
+    assert "anchor house" in index and "b1 ? retired" in index.replace(" ? ?", " ?")
+    assert "scheduled" not in statement
+    rows = re.findall(r"<tr data-season=\"(\d+)\">(.*?)</tr>",
+                      (site / "tournament.html").read_text())
+    numbers = [re.findall(r'<td class="num">(\d+)</td>', row) for _, row in rows]
+    assert [int(n) for n, _ in rows] == [1, 2] and [int(n[0]) for n in numbers] == [1, 2]
+    assert sum(int(n[1]) for n in numbers) == done(out) == 16  # each season's own games
+    assert "in 2 seasons" in statement
+    assert "it fixes every deal" not in statement
+    assert re.search(r"commitment \(SHA-256\) Master seed 1 .*? 777 2 .*? sealed until the "
+                     r"season ends", statement), statement
+    assert "alices – alice (it says: trick-arena) active" in statement
+    assert "b1 – the organiser (it says: trick-arena) retired" in statement
+    assert "b0 – the organiser (it says: trick-arena) active" in statement
+    assert "anchor – the organiser (it says: trick-arena) house" in statement
+    bot = _text(site / "bots" / "anchor.html")
+    assert "a house bot, not ranked: its rating is fixed at 1550" in bot

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import REPO
+from conftest import REPO, bot_processes, wait_until
 from league_helpers import (
     CRASH_BOT,
     League,
@@ -323,8 +323,11 @@ def test_one_submission_at_a_time_per_author(league: League) -> None:
         call = client.stub.Submit(slow(), timeout=60, metadata=client.metadata)
         thread = threading.Thread(target=lambda: first.extend(call))
         thread.start()
-        time.sleep(1.0)
+        incoming = league.out / "bots" / ".incoming"
         try:
+            # the first is under way once its upload is being spooled
+            assert wait_until(lambda: incoming.is_dir() and any(
+                p.name.startswith("upload-") for p in incoming.iterdir()), 30)
             with pytest.raises(LeagueCallError) as refused:
                 submit_bytes(client, b"x")
             assert refused.value.code == "RESOURCE_EXHAUSTED"
@@ -378,9 +381,10 @@ def test_kill9_during_an_upload_loses_nothing_acknowledged(own_league: League,
     stub = league_pb2_grpc.LeagueServiceStub(channel)
     call = stub.Submit(upload(), timeout=60, metadata=(("authorization", f"Bearer {token}"),))
     assert sent.wait(30)
-    time.sleep(0.5)
     incoming = league.out / "bots" / ".incoming"
-    assert [p.name for p in incoming.iterdir() if p.name.startswith("upload-")]
+    # the upload is under way once its spool file is there (written off the game loop)
+    assert wait_until(lambda: incoming.is_dir() and any(
+        p.name.startswith("upload-") for p in incoming.iterdir()), 30)
     league.kill9()
     with pytest.raises(grpc.RpcError):
         list(call)
@@ -411,7 +415,8 @@ def test_kill9_during_a_check_loses_nothing_acknowledged(own_league: League,
         for step in client.submit(io.BytesIO(data), size):
             seen.append(step)
             if step.stage == CHECK and step.text.startswith("check-bot: starting"):
-                time.sleep(1.0)  # the bot's process is starting in the sandbox
+                # killed while the bot's process runs in its sandbox
+                assert wait_until(lambda: bool(bot_processes(league.tmp)), 30)
                 league.kill9()
                 break
     sha = hashlib.sha256(data).hexdigest()

@@ -37,7 +37,7 @@ from arena.league.store import (
     open_sets_in,
     parse_spec,
     register_file_bots,
-    seasons,
+    season_rows,
 )
 from arena.model.errors import one_line
 from arena.model.files import FolderError, claim_folder, temp_dir
@@ -234,9 +234,9 @@ def _open(config: LeagueConfig, lock: RunLock) -> Store:
         store.close()
         raise LeagueUsage(str(e)) from None
     if problems:
-        text = damage_text(store, problems)
+        text = damage_text(store, problems, "not run (arena verify says more)")
         store.close()
-        raise LeagueUsage(f"{text}; not run (arena verify says more)")
+        raise LeagueUsage(text)
     try:
         _prepare(config, store)
     except BaseException:
@@ -770,13 +770,14 @@ def _status(config: LeagueConfig, args: argparse.Namespace) -> int:
         return 0
     console = Console(highlight=False, soft_wrap=True)
     run = f"run: PID {data['run_pid']}" if data["run_pid"] else "run: none"
-    season = data["season"]
     console.print(f"{clean(config.name)}: {data['games']} games, {data['sets']} sets "
                   f"({data['open_sets']} unfinished); {run}; requests waiting "
                   f"{data['inbox']}", markup=False)
-    if season:
-        console.print(f"season {season['season']} ({'closed' if season['closed'] else 'open'}"
-                      f"), commitment {season['commitment']}", markup=False)
+    for one in data["seasons"]:
+        seed = f"seed {one['seed']}" if one["seed"] is not None else "seed sealed"
+        console.print(f"season {one['season']} ({'closed' if one['closed'] else 'open'}): "
+                      f"{one['games']} games, commitment {one['commitment']}, {seed}",
+                      markup=False)
     for b in data["bots"]:
         rating = "" if b["elo"] is None else f"{b['elo']:7.1f} ± {b['sigma']:5.1f}"
         marks = " ".join(filter(None, [
@@ -794,7 +795,6 @@ def _status_data(store: Store, config: LeagueConfig) -> dict[str, Any]:
     ratings = live.ratings()
     sets = load_sets(store)
     unfinished = open_sets_in(store.db)
-    season_list = seasons(store)
     holder: int | None = None
     try:
         text = (config.output / "tournament.lock").read_text().strip()
@@ -818,14 +818,14 @@ def _status_data(store: Store, config: LeagueConfig) -> dict[str, Any]:
                      "elo": None if r is None or not r.games else round(r.elo, 1),
                      "sigma": None if r is None or not r.games else round(r.sigma, 1),
                      "games": 0 if r is None else r.games, "spec": str(b.entry.spec)})
-    current = season_list[-1] if season_list else None
+    every = [{"season": r.season, "commitment": r.commitment, "closed": r.closed_at is not None,
+              "seed": None if r.seed is None else str(r.seed), "games": r.games,
+              "started_at": r.started_at, "closed_at": r.closed_at}
+             for r in season_rows(store)]
     return {"league": config.name, "games": games, "sets": len(sets),
             "open_sets": len(unfinished), "run_pid": holder,
             "inbox": len(inbox.pending(config.output)),
-            "season": None if current is None else {
-                "season": current.season, "commitment": current.commitment,
-                "closed": current.closed,
-                "seed": str(current.seed) if current.closed else None},
+            "season": every[-1] if every else None, "seasons": every,
             "house": sorted(house), "bots": rows}
 
 

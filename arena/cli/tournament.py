@@ -121,7 +121,7 @@ def run_command(args: argparse.Namespace) -> int:
     with store:
         problems = file_damage(store, quick=True)  # never write into a damaged file
         if problems:
-            print(damage_text(store, problems) + "; not run (arena verify says more)",
+            print(damage_text(store, problems, "not run (arena verify says more)"),
                   file=sys.stderr)
             return 2
         try:

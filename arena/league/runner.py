@@ -40,7 +40,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -477,6 +477,11 @@ class League:
             if answer.ok:
                 self.on_event(answer.message)
                 await self._new_season()
+                if self.season is not None:  # a run holds the league: the next starts now
+                    answer = replace(answer, message=answer.message.replace(
+                        f"the next run starts season {self.season.season}",
+                        f"season {self.season.season} started at once (seed commitment "
+                        f"{self.season.commitment})"))
                 answer.extra["next_commitment"] = self.season.commitment if self.season \
                     else None
             self.closing = None

@@ -136,7 +136,11 @@ class LeagueBackend(Protocol):
         ...
 
     async def season(self) -> SeasonInfo:
-        """The season under way."""
+        """The season under way (the last one)."""
+        ...
+
+    async def seasons(self) -> Sequence[SeasonInfo]:
+        """Every season, in order: its start, its games, its seed or commitment."""
         ...
 
     def events(self) -> AsyncIterator[LeagueEvent]:

@@ -471,6 +471,39 @@ def seasons(store: Store) -> list[Season]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class SeasonRow:
+    """One season as a page shows it: its commitment, its master seed once revealed (its
+    close), when it started and closed, and its finished games."""
+
+    season: int
+    commitment: str
+    seed: int | None
+    """None while the season is open: the seed is revealed when it closes."""
+    first_set: int
+    started_at: float
+    closed_at: float | None
+    games: int
+
+
+def season_rows(store: Store) -> list[SeasonRow]:
+    """Every season, in order, with its finished games (those of its sets: a season's
+    sets are numbered from its ``first_set`` up to the next season's)."""
+    rows = _read(store, "SELECT season, commitment, seed, first_set, started_at, closed_at"
+                        " FROM league_seasons ORDER BY season")
+    out: list[SeasonRow] = []
+    for i, (season, commitment, seed, first, started, closed) in enumerate(rows):
+        end = rows[i + 1][3] if i + 1 < len(rows) else None
+        games = _read(store, "SELECT COUNT(*) FROM games WHERE status = 'done' AND table_no"
+                             " >= ?" + ("" if end is None else " AND table_no < ?"),
+                      (first,) if end is None else (first, end))[0][0]
+        out.append(SeasonRow(int(season), str(commitment),
+                             int(seed) if closed is not None and str(seed).isdigit() else None,
+                             int(first), float(started),
+                             None if closed is None else float(closed), int(games)))
+    return out
+
+
 def start_season(store: Store, seed: int, first_set: int) -> Season:
     """Start the next season from master seed ``seed``; its commitment is stored now."""
     with transaction(store) as db:

@@ -69,6 +69,9 @@ class Standing:
     sigma: float
     """Standard error in Elo points: the interval shown is ``elo ± 2 sigma``."""
     games: int
+    status: str = "active"
+    """:data:`ACTIVE` or :data:`RETIRED` (the live page marks a retired bot; not sent
+    over the wire)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +137,14 @@ class BotDetail:
     cpu_ms_mean: float | None
     """The bot's own CPU per decision, milliseconds (None where not measured)."""
     wall_ms_mean: float | None
-    history: tuple[RatingPoint, ...]
+    history: tuple[tuple[str, tuple[RatingPoint, ...]], ...]
+    """Each version's rating after each of its games: (the version, its points), in the
+    order the versions joined (a version is rated on its own, from its first game)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SeasonInfo:
-    """The season under way."""
+    """A season of the league: the one under way, or one that ended."""
 
     number: int
     started: float
@@ -147,8 +152,11 @@ class SeasonInfo:
     """The SHA-256 (hex) of the season's master seed, published before its games; the seed
     itself is published when the season ends."""
     games: int
+    """The season's own finished games."""
     seed: int | None = None
     """The master seed, once the season has ended (None before)."""
+    closed: float | None = None
+    """When the season ended (None while it is under way)."""
 
 
 GAME_STARTED = "game_started"

@@ -33,7 +33,14 @@ from arena.league import inbox
 from arena.league.config import LeagueConfig
 from arena.league.runner import GameWatcher, League
 from arena.league.service import Broadcast
-from arena.league.store import Answer, FieldRow, entry_json, field_rows
+from arena.league.store import (
+    Answer,
+    FieldRow,
+    SeasonRow,
+    entry_json,
+    field_rows,
+    season_rows,
+)
 from arena.model.job import GameOutcome
 from arena.model.league_api import (
     ACTIVE,
@@ -322,8 +329,9 @@ class RunnerBackend(GameWatcher):
         rows = await self._rows()
         authors = self._authors(rows)
         versions = {r.name: str(r.request.get("manifest_version", "")) for r in rows}
+        status = {r.name: ACTIVE if r.status == "active" else RETIRED for r in rows}
         return [Standing(i, name, authors.get(name, ORGANISER), versions.get(name, ""), elo,
-                         sigma, games)
+                         sigma, games, status.get(name, ACTIVE))
                 for i, (name, elo, sigma, games) in enumerate(league.ranking(), start=1)]
 
     async def _games(self, limit: int, bots: set[str] | None = None) -> list[GameSummary]:
@@ -401,21 +409,28 @@ class RunnerBackend(GameWatcher):
         versions = tuple(VersionEntry(str(r.request.get("manifest_version", r.name)),
                                       str(r.request.get("bundle", "")), r.added_at)
                          for r in line)
-        history = tuple(p for n in names for p in self.history.get(n, []))
+        history = tuple((v.version or n, tuple(self.history.get(n, [])))
+                        for n, v in zip(names, versions, strict=True)
+                        if self.history.get(n))
         return BotDetail(bot, versions, totals.games, totals.faults, totals.fault_kinds,
                          totals.decisions,
                          totals.cpu_ms / totals.cpu_decisions if totals.cpu_decisions
                          else None,
                          totals.wall_ms / totals.decisions if totals.decisions else None,
-                         tuple(sorted(history, key=lambda p: p.time)))
+                         history)
+
+    async def seasons(self) -> list[SeasonInfo]:
+        """Every season, the one under way last: its start, its own games, its seed
+        (revealed once it closed) or the commitment to it."""
+        rows: list[SeasonRow] = await self._read(season_rows)
+        return [SeasonInfo(r.season, r.started_at, r.commitment, r.games, r.seed, r.closed_at)
+                for r in rows]
 
     async def season(self) -> SeasonInfo:
-        league = self._league()
-        season = league.season or (league.season_list[-1] if league.season_list else None)
-        if season is None:
-            return SeasonInfo(0, self.started_at, "", league.games_stored)
-        return SeasonInfo(season.season, self.started_at, season.commitment,
-                          league.games_stored, season.seed if season.closed else None)
+        seasons = await self.seasons()
+        if not seasons:
+            return SeasonInfo(0, self.started_at, "", 0)
+        return seasons[-1]
 
     def events(self) -> AsyncIterator[LeagueEvent]:
         return self._subscription()

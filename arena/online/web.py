@@ -16,7 +16,8 @@ on 127.0.0.1 by default, or behind the league's TLS. Pages, in the published sit
 - ``/games/ID``: a finished game in the replay viewer (``/games/ID.json``: its record);
   withheld (404, and why) while another rotation of its duplicate set is to be played;
 - ``/bots/NAME``: a bot's versions, faults, CPU per decision and rating history (a chart);
-- ``/season``: the season: its number, start, games and the commitment to its seed.
+- ``/season``: every season: its start and end, its own games, the commitment to its
+  master seed and the seed once the season ended.
 
 Everything that moves comes through server-sent events (``/events``: the whole public
 state, serialised once per message for every stream, at most one message every
@@ -37,7 +38,7 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ def standing_json(row: Standing) -> dict[str, Any]:
     return {"rank": row.rank, "name": row.name, "author": row.author, "version": row.version,
             "elo": round(row.elo, 1), "sigma": round(row.sigma, 1),
             "low": round(row.elo - 2 * row.sigma, 1), "high": round(row.elo + 2 * row.sigma, 1),
-            "games": row.games}
+            "games": row.games, "status": row.status}
 
 
 def game_json(game: GameSummary) -> dict[str, Any]:
@@ -246,11 +247,13 @@ def bot_page(detail: Any) -> str:
     kinds = ", ".join(f"{esc(k)} {n}" for k, n in sorted(detail.fault_kinds.items())) or "none"
     cpu = "–" if detail.cpu_ms_mean is None else f"{detail.cpu_ms_mean:.2f} ms"
     wall = "–" if detail.wall_ms_mean is None else f"{detail.wall_ms_mean:.2f} ms"
-    history = list(detail.history)
+    history = [(version, list(points)) for version, points in detail.history if points]
     chart = ('<p class="note">No rated game yet.</p>' if not history else line_chart(
-        [Series(bot.name, [p.elo for p in history], [float(p.games) for p in history])],
+        [Series(f"version {version}", [p.elo for p in points],
+                [float(p.games) for p in points]) for version, points in history],
         "rating-history", f"Rating history of {bot.name}",
-        "The bot's Elo after each of its games", "games", "Elo", legend=False))
+        "Each version's Elo after each of its games (a version is rated on its own, "
+        "from its first game)", "games of the version", "Elo", legend=len(history) > 1))
     body = f"""<p><a href="/">back to the league</a></p>
 <h1>{esc(bot.name)}</h1>
 <table class="data compact" id="bot-facts"><tbody>
@@ -272,21 +275,38 @@ def bot_page(detail: Any) -> str:
     return _page(bot.name, body, "bot", ())
 
 
-def season_page(season: Any) -> str:
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(season.started))
-    seed = ("published when the season ends" if season.seed is None
-            else f"<code>{esc(season.seed)}</code>")
+def _seed_cell(seed: int | None) -> str:
+    return "sealed until the season ends" if seed is None else f"<code>{esc(seed)}</code>"
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) + " UTC"
+
+
+def season_page(seasons: Sequence[Any]) -> str:
+    """Every season: its start and end, its own games, the commitment to its master seed
+    and the seed once revealed; the one under way named at the top."""
+    current = seasons[-1] if seasons else None
+    rows = "".join(
+        f'<tr data-season="{s.number}"><th scope="row" class="num">{s.number}</th>'
+        f"<td>{esc(_utc(s.started))}</td>"
+        f"<td>{esc(_utc(s.closed)) if s.closed is not None else 'under way'}</td>"
+        f'<td class="num">{s.games}</td><td><code>{esc(s.seed_commitment)}</code></td>'
+        f"<td>{_seed_cell(s.seed)}</td></tr>" for s in seasons)
+    lede = (f"Season {current.number} is under way." if current is not None and
+            current.closed is None else "No season is under way." if current is None
+            else f"Season {current.number} has ended; the next starts with the next run.")
     body = f"""<p><a href="/">back to the league</a></p>
-<h1>Season {season.number}</h1>
-<table class="data compact" id="season"><tbody>
-<tr><th scope="row">Started</th><td>{esc(started)} UTC</td></tr>
-<tr><th scope="row">Games</th><td class="num">{season.games}</td></tr>
-<tr><th scope="row">Master seed, SHA-256</th><td><code>{esc(season.seed_commitment)}</code></td>
-</tr><tr><th scope="row">Master seed</th><td>{seed}</td></tr>
-</tbody></table>
-<p class="note">Every deal of the season follows from its master seed, committed to here
-before its games: once the seed is published, anyone can check the deals.</p>"""
-    return _page(f"Season {season.number}", body, "season", ())
+<h1>Seasons</h1>
+<p class="lede" id="season-now">{esc(lede)}</p>
+<div class="scroll"><table class="data" id="seasons"><thead><tr>
+<th scope="col" class="num">Season</th><th scope="col">Started</th><th scope="col">Ended</th>
+<th scope="col" class="num">Games</th><th scope="col">Master seed, SHA-256</th>
+<th scope="col">Master seed</th></tr></thead><tbody>{rows}</tbody></table></div>
+<p class="note">Every deal of a season follows from its master seed, committed to here
+before its games: once the season ends its seed is published, and anyone can check that
+season's deals (and only that season's: each season has a seed of its own).</p>"""
+    return _page("Seasons", body, "season", ())
 
 
 def withheld_page(game_id: str, why: str) -> str:
@@ -409,7 +429,7 @@ class LiveSite:
             detail = await self.calls.call(backend.bot, path[len("/bots/"):])
             return MISSING if detail is None else _html(bot_page(detail))
         if path == "/season":
-            return _html(season_page(await self.calls.call(backend.season)))
+            return _html(season_page(await self.calls.call(backend.seasons)))
         return MISSING
 
     @staticmethod

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from arena.league.store import field_rows, has_tables, season_rows
 from arena.model.files import MARKER, read_marker, write_marker
 from arena.publish.markup import (
     DATA_FILE,
@@ -40,6 +41,7 @@ from arena.publish.markup import (
 from arena.publish.pages import (
     FaultRow,
     GameRow,
+    LeagueFacts,
     bot_page,
     game_page,
     games_page,
@@ -167,6 +169,8 @@ def build_event(folder: Path, dest: Path, resamples: int | None = None, *,
         seats = meta.get("seats", "")
         if meta.get("format") == LEAGUE and seats.isdigit():  # its sets in flight
             site.withheld = store.open_units(int(seats))
+        if meta.get("format") == LEAGUE and has_tables(store):
+            site.league = league_facts(store)
         if resamples is None:  # as the tournament's own leaderboard was built
             stored = meta.get("resamples", "")
             resamples = int(stored) if stored.isdigit() and int(stored) > 0 else 1000
@@ -175,6 +179,21 @@ def build_event(folder: Path, dest: Path, resamples: int | None = None, *,
                                registered, resamples=resamples)
     site.finish(lb, registered)
     return Event(site, lb, meta, registered, total)
+
+
+def league_facts(store: Store) -> LeagueFacts:
+    """A league's seasons, each bot's league author (who submitted it; the organiser for
+    the file's and house bots; a later version's is its first version's) and standing."""
+    rows = field_rows(store)
+    first: dict[str, str] = {}
+    authors: dict[str, str] = {}
+    status: dict[str, str] = {}
+    for row in rows:
+        author = str(row.request.get("author") or "the organiser")
+        first.setdefault(row.base, author)
+        authors[row.name] = first[row.base]
+        status[row.name] = "house" if row.house else row.status
+    return LeagueFacts(season_rows(store), authors, status)
 
 
 def _size(folder: Path) -> int:
@@ -269,6 +288,8 @@ class Site:
         """When the first stored game started and the last one ended (None: no games)."""
         self.name = meta.get("name") or "Tournament"
         self.rows = GameRows()
+        self.league: LeagueFacts | None = None
+        """A league's seasons and field (None for a tournament or a match)."""
         self.withheld: set[tuple[int, int]] = set()
         """The duplicate sets (table, deal) whose replays are withheld: a league's sets
         still being played (a rotation of their deal is to come)."""

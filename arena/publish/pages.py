@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from arena import __version__
+from arena.league.store import SeasonRow
 from arena.model.faults import FAULT_KINDS
 from arena.publish import charts
 from arena.publish.figures import charts_section
@@ -45,9 +46,24 @@ from arena.tournament.schedule import game_count
 from arena.tournament.store import StoredGame
 
 
+@dataclass(frozen=True, slots=True)
+class LeagueFacts:
+    """What a league's pages show besides a tournament's: its seasons, and each bot's
+    author in the league (who submitted it; the organiser's for the file's and house
+    bots) and standing in the field."""
+
+    seasons: Sequence[SeasonRow]
+    authors: Mapping[str, str]
+    """Each bot (each version) -> the league author who submitted it."""
+    status: Mapping[str, str]
+    """Each bot -> ``house``, ``active`` or ``retired``."""
+
+
 class SiteContext(Protocol):
     """What the pages need of the site being built (:class:`arena.publish.build.Site`)."""
 
+    league: LeagueFacts | None
+    """A league's own facts (None for a tournament or a match)."""
     meta: Mapping[str, str]
     slugs: Slugs
     total: int
@@ -81,6 +97,14 @@ UNSANDBOXED_MARK = (f'<span class="unsandboxed" title="{esc(UNSANDBOXED_TITLE)}"
 BUILTIN_SANDBOX = "built-in: the arena's own code, played inside the arena (no process of its own)"
 """What a built-in bot's page says where a bot process's says whether it was sandboxed."""
 
+
+RETIRED_MARK = ('<span class="mark retired" title="retired: it plays no more games; its '
+                'games and rating stay">retired</span>')
+"""The mark after the name of a league's retired bot."""
+
+HOUSE_MARK = ('<span class="mark house" title="a house bot: its rating is fixed, to anchor '
+              'the scale; shown, not ranked">house</span>')
+"""The mark after the name of a league's house bot."""
 
 INSECURE_MARK = (f'<span class="insecure" title="{esc("insecure: " + INSECURE_NOTE)}">'
                  "insecure</span>")
@@ -166,9 +190,11 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
     insecure = bool(b.get("insecure"))
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
             if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}") + (
-        f" {INSECURE_MARK}" if insecure else "")
+        f" {INSECURE_MARK}" if insecure else "") + (
+        f" {HOUSE_MARK}" if b.get("house") else "") + (
+        f" {RETIRED_MARK}" if b.get("retired") else "")
     cells = [
-        f'<td data-col="rank" class="num"{data_value(b["rank"])}>{b["rank"]}</td>',
+        f'<td data-col="rank" class="num"{data_value(b["rank"])}>{rank_text(b)}</td>',
         f'<td data-col="bot"{data_value(b["name"])}>'
         f'{bot_link("", slugs, b["name"])}{prov}</td>',
         f'<td data-col="elo" class="num elo"{data_value(b["elo"])} '
@@ -196,9 +222,11 @@ def _leaderboard_row(b: Mapping[str, Any], lo: float, hi: float, slugs: Slugs) -
     ]
     classes = " ".join(c for c, on in (("is-provisional", b["provisional"]),
                                         ("is-unsandboxed", not sandboxed),
-                                        ("is-insecure", insecure)) if on)
+                                        ("is-insecure", insecure),
+                                        ("is-house", bool(b.get("house"))),
+                                        ("is-retired", bool(b.get("retired")))) if on)
     cls = f' class="{classes}"' if classes else ""
-    return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"]}" '
+    return (f'<tr data-bot="{esc(b["name"])}" data-rank="{b["rank"] or ""}" '
             f'data-kind="{esc(b.get("kind") or "")}" '
             f'data-sandboxed="{"true" if sandboxed else "false"}" '
             f'data-insecure="{"true" if insecure else "false"}"{cls}>'
@@ -294,6 +322,25 @@ def index_page(lb: Mapping[str, Any], site: SiteContext) -> str:
                 description=f"Leaderboard of {site.name}", published=site.published, up=site.up)
 
 
+def rank_text(b: Mapping[str, Any]) -> str:
+    """A bot's rank as a page shows it: its number, or "–" for a league's house bot
+    (shown, not ranked)."""
+    return "–" if b.get("rank") is None else str(b["rank"])
+
+
+def standing_text(b: Mapping[str, Any], lb: Mapping[str, Any]) -> str:
+    """``Rank 3 of 12``; a house bot's fixed rating instead; a retired bot said so."""
+    ranked = sum(1 for e in lb["bots"] if e.get("rank") is not None)
+    if b.get("rank") is None:
+        fixed = b.get("fixed_elo")
+        text = ("a house bot, not ranked: its rating is fixed"
+                + (f" at {num(fixed, 0)}" if fixed is not None else "")
+                + " to anchor the scale")
+    else:
+        text = f"Rank {b['rank']} of {ranked}"
+    return text + (" · retired" if b.get("retired") else "")
+
+
 def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, author: str) -> str:
     name = b["name"]
     root = "../"
@@ -304,7 +351,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
     sandboxed = b.get("sandboxed", True)
     faults_text = ", ".join(f"{k} {b['faults'].get(k, 0)}" for k in FAULT_KINDS)
     stats = [
-        ("Rank", f"{b['rank']} of {len(lb['bots'])}"),
+        ("Rank", standing_text(b, lb)),
         ("Elo (Bradley-Terry)", f"{num(b['elo'], 1)} ± {num(half, 1)} "
                                 f"<span class=\"muted\">(95% interval {num(b['elo_low'], 1)} "
                                 f"to {num(b['elo_high'], 1)})</span>"),
@@ -334,8 +381,10 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
     stat_rows = "".join(f'<tr><th scope="row">{k}</th><td>{v}</td></tr>' for k, v in stats)
     prov = (f' <span class="provisional" title="{PROVISIONAL_TITLE}">?</span>'
             if b["provisional"] else "") + ("" if sandboxed else f" {UNSANDBOXED_MARK}") + (
-        f" {INSECURE_MARK}" if b.get("insecure") else "")
-    ranks = {e["name"]: e["rank"] for e in lb["bots"]}
+        f" {INSECURE_MARK}" if b.get("insecure") else "") + (
+        f" {HOUSE_MARK}" if b.get("house") else "") + (
+        f" {RETIRED_MARK}" if b.get("retired") else "")
+    ranks = {e["name"]: rank_text(e) for e in lb["bots"]}
     vs_rows = []
     for p in lb.get("head_to_head") or []:
         if p["a"] != name:
@@ -368,7 +417,7 @@ def bot_page(b: Mapping[str, Any], lb: Mapping[str, Any], site: SiteContext, aut
     by_hand = b.get("bid_accuracy_by_hand") or {}
     body = [
         f"<h1>{esc(name)}{prov}</h1>",
-        f'<p class="lede">Rank {b["rank"]} of {len(lb["bots"])} in '
+        f'<p class="lede">{standing_text(b, lb)} in '
         f'<a href="{root}index.html">{esc(site.name)}</a> · {b["games"]} games · '
         f'<a href="{root}games.html?bot={quote(name)}">its games</a></p>',
         '<div class="two-col"><section aria-labelledby="stats-h"><h2 id="stats-h">Statistics'
@@ -576,6 +625,47 @@ def game_page(game: StoredGame, site: SiteContext, previous: str | None, followi
                 scripts=("site.js", "replay.js"), published=site.published, up=site.up)
 
 
+def league_seeds(league: LeagueFacts) -> list[str]:
+    """A league's seeds section: each season's commitment, its master seed once it closed
+    (and what that seed fixes: that season's deals, no other), when it ran and its games."""
+    rows = []
+    for s in league.seasons:
+        ended = when(s.closed_at) if s.closed_at is not None else "under way"
+        seed = (f"<code>{esc(s.seed)}</code>" if s.seed is not None
+                else "sealed until the season ends")
+        rows.append(f'<tr data-season="{s.season}"><td class="num">{s.season}</td>'
+                    f"<td>{when(s.started_at)}</td><td>{ended}</td>"
+                    f'<td class="num">{s.games}</td>'
+                    f"<td><code>{esc(s.commitment)}</code></td><td>{seed}</td></tr>")
+    closed = [s for s in league.seasons if s.seed is not None]
+    example = closed[0] if closed else None
+    check = ("" if example is None else
+             f"python3 -c \"import hashlib; print(hashlib.sha256(b'{example.seed}')"
+             f".hexdigest())\"")
+    first_set = ("" if example is None else
+                 "python3 -c \"import hashlib; print(int.from_bytes(hashlib.sha256("
+                 f"b'trick-arena/deal/{example.seed}/{example.first_set}').digest()[:8], "
+                 "'big') >> 1)\"")
+    return [
+        '<section aria-labelledby="seed-h"><h2 id="seed-h">The seeds</h2>',
+        table(["Season", "Started", "Ended", "Games", "Master seed commitment (SHA-256)",
+               "Master seed"], rows, ' id="seasons" class="data compact"'),
+        "<p>Every season has a master seed of its own. Before its games the organiser "
+        "published its commitment, the SHA-256 digest of the seed's decimal digits; the seed "
+        "is revealed when the season ends, and it fixes that season's deals, and no other "
+        "season's, so nobody could choose the cards after seeing the bots. A season under "
+        "way keeps its seed sealed: its deals are still being played.</p>",
+        *([f"<p>Check a revealed seed against its commitment (season {example.season}):</p>",
+           f"<pre><code>{esc(check)}</code></pre>",
+           "<p>Set <i>n</i> of the league (its sets are numbered 0, 1, … over all its "
+           "seasons, in the order it decided them) is dealt from the deal seed made of the "
+           "first 63 bits of SHA-256 of <code>trick-arena/deal/SEED/n</code>, SEED its "
+           "season's master seed; each record holds its deal seed (<code>seed</code>). For "
+           f"season {example.season}'s first set, set {example.first_set}:</p>",
+           f"<pre><code>{esc(first_set)}</code></pre>"] if example is not None else []),
+    ]
+
+
 def scheduled_games(meta: Mapping[str, str]) -> int | None:
     """How many games the schedule has (None if the store does not say)."""
     try:
@@ -609,13 +699,19 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         return ('<dl class="facts">'
                 + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items) + "</dl>")
 
+    league = site.league
     games_text = f"{lb['games']} finished"
-    if scheduled is not None:
+    if league is not None:
+        games_text += (f" in {len(league.seasons)} season"
+                       f"{'s' if len(league.seasons) != 1 else ''} (a league plays on: the "
+                       f"ratings are the games' so far)")
+    elif scheduled is not None:
         games_text += f" of {scheduled} scheduled"
         if lb["games"] < scheduled:
             games_text += " (the tournament is not finished: the results are provisional)"
     candidates = json.loads(meta.get("candidates") or "[]") if meta.get("candidates") else []
     bot_rows = []
+    retired_class = ' class="is-retired"'
     for b in registered:
         name = str(b["name"])
         entry = played.get(name)
@@ -623,14 +719,24 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         sandboxed = b.get("sandboxed") is None or bool(b.get("sandboxed"))
         confined = (UNSANDBOXED_MARK if not sandboxed else
                     "built-in" if bot_kind(b.get("spec")) == "builtin" else "yes")
+        said = str(b.get("author") or "")
+        if league is not None:  # the league's author; the bot's own word beside it
+            author = esc(league.authors.get(name, "the organiser"))
+            if said and said != league.authors.get(name):
+                author += f' <span class="muted">(it says: {esc(said)})</span>'
+            status = league.status.get(name, "active")
+        else:
+            author, status = esc(said or "–"), ""
         bot_rows.append(
-            f'<tr data-bot="{esc(name)}"><td>{link}</td>'
+            f'<tr data-bot="{esc(name)}"{retired_class if status == "retired" else ""}>'
+            f"<td>{link}</td>"
             f"<td>{esc(b.get('version') or '–')}</td>"
-            f"<td>{esc(b.get('author') or '–')}</td>"
-            f"<td>{confined}"
+            f"<td>{author}</td>"
+            + (f"<td>{esc(status)}</td>" if league is not None else "")
+            + f"<td>{confined}"
             f"{' ' + INSECURE_MARK if b.get('insecure') else ''}</td>"
             f'<td class="num">{entry["games"] if entry else 0}</td>'
-            f'<td class="num">{entry["rank"] if entry else "–"}</td></tr>')
+            f'<td class="num">{rank_text(entry) if entry else "–"}</td></tr>')
     skipped = json.loads(meta.get("skipped") or "[]") if meta.get("skipped") else []
     seed_text = esc(seed) if seed is not None else "not recorded"
     check = (f"python3 -c \"import hashlib; print(hashlib.sha256(b'{seed}').hexdigest())\""
@@ -680,23 +786,24 @@ def tournament_page(lb: Mapping[str, Any], site: SiteContext,
         "per decision (on the leaderboard and the bot pages) is the bot process's own CPU "
         "time while it decided, where the machine could measure it.</p></section>",
         '<section aria-labelledby="bots-h"><h2 id="bots-h">Bots</h2>',
-        table(["Bot", "Version", "Author", "Sandbox", "Games", "Rank"], bot_rows,
-              ' id="bots" class="data compact"'),
+        table(["Bot", "Version", "Author", *(["Status"] if league is not None else []),
+               "Sandbox", "Games", "Rank"], bot_rows, ' id="bots" class="data compact"'),
         (f'<p class="note">Left out: {esc(", ".join(f"{n} ({why})" for n, why in skipped))}.'
          "</p>" if skipped else ""),
         "</section>",
-        '<section aria-labelledby="seed-h"><h2 id="seed-h">The seed</h2>',
-        dl([("Seed commitment", f"<code>{esc(commitment or 'not recorded')}</code>"),
-            ("Seed (revealed)", f"<code>{seed_text}</code>")]),
-        "<p>Before the games the organiser published the commitment: the SHA-256 digest of "
-        "the seed's decimal digits. The seed is revealed now; it fixes every deal, so nobody "
-        "could choose the cards after seeing the bots. Check that the seed matches the "
-        "commitment:</p>",
-        f"<pre><code>{esc(check)}</code></pre>" if check else "",
-        "<p>Deal <i>d</i> (0, 1, …) of every table uses the deal seed made of the first 63 "
-        "bits of SHA-256 of <code>trick-arena/deal/SEED/d</code>; each record holds its deal "
-        "seed (<code>seed</code>). For deal 0:</p>",
-        f"<pre><code>{esc(deal_check)}</code></pre>" if deal_check else "",
+        *(league_seeds(league) if league is not None else [
+            '<section aria-labelledby="seed-h"><h2 id="seed-h">The seed</h2>',
+            dl([("Seed commitment", f"<code>{esc(commitment or 'not recorded')}</code>"),
+                ("Seed (revealed)", f"<code>{seed_text}</code>")]),
+            "<p>Before the games the organiser published the commitment: the SHA-256 digest "
+            "of the seed's decimal digits. The seed is revealed now; it fixes every deal, so "
+            "nobody could choose the cards after seeing the bots. Check that the seed matches "
+            "the commitment:</p>",
+            f"<pre><code>{esc(check)}</code></pre>" if check else "",
+            "<p>Deal <i>d</i> (0, 1, …) of every table uses the deal seed made of the first 63 "
+            "bits of SHA-256 of <code>trick-arena/deal/SEED/d</code>; each record holds its "
+            "deal seed (<code>seed</code>). For deal 0:</p>",
+            f"<pre><code>{esc(deal_check)}</code></pre>" if deal_check else ""]),
         dl([("Results chain head", f'<code id="chain-head">'
                                    f"{esc(lb.get('chain_head') or 'not recorded')}</code>")]),
         "<p>Every finished game's record is chained to the ones before it by SHA-256, "

@@ -81,17 +81,18 @@ def readable_games(store: Store) -> tuple[int, int | None]:
     return readable, len(ids)
 
 
-def damage_text(store: Store, problems: Sequence[str]) -> str:
-    """One line naming a damaged store: SQLite's first finding, how many more, and what
-    is still readable."""
+def damage_text(store: Store, problems: Sequence[str], then: str = "") -> str:
+    """One line naming a damaged store: what is done about it (``then``, e.g. "not run"),
+    what is still readable, and SQLite's first finding (and how many more), last: the
+    part a terminal may cut."""
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     readable, listed = readable_games(store)
     still = ("not even the list of its games can be read" if listed is None else
              f"{readable} of its {listed} finished games can still be read "
              f"(arena export copies them out)")
-    first = " ".join(problems[0].split())[:160]
-    return (f"{store.path}: the store file is damaged: SQLite's integrity check: "
-            f"{first}{more}; {still}")
+    first = " ".join(problems[0].split())[:120]
+    return (f"{store.path}: the store file is damaged{'; ' + then if then else ''}; "
+            f"{still}; SQLite's integrity check: {first}{more}")
 
 
 def verify_store(store: Store, head: str | None = None,

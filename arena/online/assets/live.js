@@ -58,6 +58,10 @@
       const th = el('th');
       th.scope = 'row';
       th.append(link(botHref(r.name), r.name));
+      if (r.status === 'retired') {
+        tr.classList.add('is-retired');
+        th.append(' ', el('span', 'retired', 'mark retired'));
+      }
       tr.append(th, el('td', r.author), el('td', r.version), el('td', r.elo.toFixed(0), 'num'),
                 el('td', r.low.toFixed(0) + ' – ' + r.high.toFixed(0), 'num'),
                 el('td', r.games, 'num'));
