@@ -399,12 +399,20 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.thaw()
 
-    async def reclaim(self) -> None:
+    async def reclaim(self) -> str | None:
         """Drop what the bot's processes brought into the kernel's caches (see
-        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped."""
+        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped.
+        What they still hold then, where they should hold nothing
+        (:meth:`Cgroup.held_after_reclaim`: the process must not play again), or None."""
         cgroup = self._cgroup
-        if cgroup is not None:
-            await trio.to_thread.run_sync(cgroup.reclaim)
+        if cgroup is None:
+            return None
+
+        def reclaim() -> str | None:
+            cgroup.reclaim()
+            return cgroup.held_after_reclaim()
+
+        return await trio.to_thread.run_sync(reclaim)
 
     def take_cpu_while_stopped(self) -> int:
         """CPU time (ns) the bot's processes got while stopped since this was last asked:
