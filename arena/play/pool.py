@@ -237,7 +237,7 @@ class BotPool:
             # a process still holding pages then (locked, pinned) is ended: it keeps
             # them for a later process of its bot to read (issue 35)
             if await conn.reclaim() is not None:
-                await conn.aclose()
+                await conn.aclose(background=False)  # its pages gone before the next game
             else:
                 extra = self._ledger.put_back(conn)
                 if extra is not None:

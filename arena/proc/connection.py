@@ -309,16 +309,18 @@ class BotConnection:
             channel.close()
         self._retired.clear()
 
-    async def _end_process(self) -> None:
+    async def _end_process(self, background: bool = True) -> None:
         if self._process is not None:
             with trio.CancelScope(shield=True):
-                await self._process.aclose()
+                await self._process.aclose(background=background)
 
-    async def aclose(self) -> None:
-        """End the bot (if the arena started it) and its channels; safe to call twice."""
+    async def aclose(self, background: bool = True) -> None:
+        """End the bot (if the arena started it) and its channels; safe to call twice.
+        ``background`` False: its memory is reclaimed before this returns
+        (:meth:`arena.proc.process.BotProcess.aclose`)."""
         self._retire_channel()
         with trio.CancelScope(shield=True):
-            await self._end_process()
+            await self._end_process(background)
         self._close_retired()
 
     def close(self) -> None:

@@ -519,9 +519,12 @@ class BotProcess:
 
     # -- ending it --------------------------------------------------------------------
 
-    async def aclose(self, grace_s: float = 1.0) -> None:
+    async def aclose(self, grace_s: float = 1.0, background: bool = True) -> None:
         """End the process and everything it started: SIGTERM, then SIGKILL after
-        ``grace_s``. Never blocks the trio thread; safe to call twice."""
+        ``grace_s``. Never blocks the trio thread but with ``background`` False: the
+        reclaim of its cgroup is then done before it returns (some ms), not on a thread
+        (for a process that held pages: no later process may find them). Safe to call
+        twice."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             self._signal_all(signal.SIGTERM)
@@ -538,7 +541,7 @@ class BotProcess:
                 while self._cgroup is not None and self._cgroup.pids():
                     self._signal_all(signal.SIGKILL)
                     await trio.sleep(0.005)
-        self._finish(background=True)
+        self._finish(background=background)
 
     @property
     def signals_reach_bot(self) -> bool:
