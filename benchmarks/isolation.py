@@ -592,7 +592,7 @@ def _deal_memory(work: Path, tag: str, sandbox: bool, env: dict[str, str]
             "mlock_refused": any(r["errors"].get("mlock") == "EPERM" for r in reports)}
 
 
-CARRIER_RUNS = (
+CARRIER_RUNS: tuple[tuple[str, str, bool, dict[str, str]], ...] = (
     ("counters", "sandboxed", True, {}),
     ("counters", "sandboxed, ARENA_NO_PROC_MASK (control)", True,
      {"ARENA_NO_PROC_MASK": "1"}),

@@ -135,8 +135,9 @@ ALLOWED: tuple[str, ...] = (
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid",
     "setfsgid", "setgroups",
     # memory
-    "mmap", "munmap", "mprotect", "mremap", "msync", "munlock", "munlockall", "memfd_create", "memfd_secret", "pkey_alloc", "pkey_free",
-    "pkey_mprotect", "remap_file_pages", "map_shadow_stack", "mseal",
+    "mmap", "munmap", "mprotect", "mremap", "msync", "munlock", "munlockall", "memfd_create",
+    "memfd_secret", "pkey_alloc", "pkey_free", "pkey_mprotect", "remap_file_pages",
+    "map_shadow_stack", "mseal",
     # time
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
     "alarm", "getitimer", "setitimer", "timer_create", "timer_delete", "timer_gettime",
