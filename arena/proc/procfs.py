@@ -187,17 +187,18 @@ def fakes_folder() -> Path:
 
 
 def _own_folder(path: Path) -> None:
-    """``path`` made if missing; it must be a real folder of this user's that no one else
-    may write, and others may enter (a bot's uid resolves the fakes' paths)."""
+    """``path`` made if missing; it must be a real folder of this user's, is made 0755
+    (no one else may write it: a planted fake would be shown to every bot; others may
+    enter it: a bot's uid resolves the fakes' paths)."""
     try:
         os.mkdir(path, 0o755)
     except FileExistsError:
         pass
     info = os.lstat(path)
-    if not st.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise OSError(f"{path} is not a folder of this user's that only it may write")
-    if info.st_mode & 0o005 != 0o005:
-        os.chmod(path, st.S_IMODE(info.st_mode) | 0o055)
+    if not st.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise OSError(f"{path} is not a folder of this user's")
+    if st.S_IMODE(info.st_mode) != 0o755:
+        os.chmod(path, 0o755)
 
 
 def _name(kind: str, data: bytes) -> str:

@@ -75,7 +75,7 @@ and AF_NETLINK/NETLINK_ROUTE (ENOSYS)            large surface (route only: ``ge
 Where it differs from Docker's default profile:
 
 * Docker *allows* ``flock``, every ``fcntl`` command, ``mincore``, ``cachestat``,
-  ``mlock`` and kin (under a 64 KiB ``RLIMIT_MEMLOCK``), ``sysinfo``,
+  ``mlock`` and kin (under the ``RLIMIT_MEMLOCK`` it inherits), ``sysinfo``,
   ``fadvise64``, ``preadv2``/``pwritev2`` with any flags, every ``madvise``, Linux AIO,
   ``inotify_*``, ``fanotify_mark``, ``name_to_handle_at``, ``modify_ldt`` and every
   socket family but AF_ALG and AF_VSOCK: a container is not expected to keep secrets
