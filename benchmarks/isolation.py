@@ -494,6 +494,51 @@ def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
     return figures
 
 
+# -- the allowlisted /proc alone ----------------------------------------------------------
+
+MASK_RUNS_PER_REPEAT = 20
+
+
+def _proc_mask_cost(runs: int, out: TextIO) -> dict[str, Any]:
+    """bubblewrap alone, its view and namespaces as a bot gets them (``bwrap_args``,
+    the runtime view of ``/usr/bin/true``, under the seccomp filter), ending at once:
+    with the allowlisted /proc and with the whole procfs (``ARENA_NO_PROC_MASK``),
+    alternating, after one untimed run of each; medians. The start-ups above carry the
+    same difference inside a spread of hundreds of ms."""
+    from arena.proc import procfs, seccomp
+    from arena.proc.bwrap import bwrap_args
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    mounts: dict[bool, int] = {}
+    for i in range(runs + 1):
+        for masked in ((True, False) if i % 2 else (False, True)):
+            with _full_proc(not masked):
+                args = bwrap_args(["/usr/bin/true"], Path("/"), Confinement(),
+                                  {"PATH": "/usr/bin"}, seccomp=(fd := seccomp.filter_fd()))
+            mounts[masked] = sum(1 for a in args if a in ("--ro-bind", "--bind", "--tmpfs",
+                                                             "--proc", "--dev", "--symlink"))
+            try:
+                start = time.perf_counter()
+                subprocess.run(args, pass_fds=(fd,), check=True, capture_output=True,
+                               timeout=60)
+                took = time.perf_counter() - start
+            finally:
+                os.close(fd)
+            if i:
+                times[masked].append(took)
+    masked_ms, full_ms = (median(times[k]) * 1000 for k in (True, False))
+    covered = sum(1 for name, kind in procfs.kernel_entries().items()
+                  if not name.isdigit() and name not in procfs.SHOWN and kind != "link")
+    print(f"bubblewrap alone (bwrap_args of /usr/bin/true, runtime view, seccomp filter), "
+          f"{runs} runs of each, alternating, medians: allowlisted /proc {masked_ms:.1f} ms "
+          f"({mounts[True]} mounts: {covered} entries covered), whole procfs "
+          f"{full_ms:.1f} ms ({mounts[False]} mounts); ratio {masked_ms / full_ms:.2f} "
+          f"({masked_ms - full_ms:+.1f} ms)", file=out)
+    return {"runs": runs, "allowlisted_ms": round(masked_ms, 2), "full_proc_ms": round(full_ms, 2),
+            "ratio": round(masked_ms / full_ms, 3), "covered_entries": covered,
+            "mounts": {"allowlisted": mounts[True], "full_proc": mounts[False]}}
+
+
 # -- counters of the machine (issue 35) -----------------------------------------------------
 
 HOSTILE = ROOT / "tests/bots/hostile"
@@ -648,6 +693,7 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
         work = Path(tmp)
         throughput = _throughput(rounds, out, work)
         startup = _startup_report(starts, out, work)
+        proc_mask = _proc_mask_cost(MASK_RUNS_PER_REPEAT * settings.repeat, out)
         carriers = _carriers(out, work)
     load_after = os.getloadavg()
     took = time.perf_counter() - began
@@ -655,7 +701,8 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     print(f"machine: {usable_cores()} usable cores, limits by {mechanism.kind}; load average "
           f"(1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after; this benchmark "
           f"took {took:.0f} s", file=out)
-    return {"throughput": throughput, "startup": startup, "carriers": carriers,
+    return {"throughput": throughput, "startup": startup, "proc_mask": proc_mask,
+            "carriers": carriers,
             "cores": usable_cores(), "mechanism": mechanism.kind,
             "load_before": round(load_before[0], 2), "load_after": round(load_after[0], 2),
             "seconds": round(took, 1)}

@@ -417,6 +417,12 @@ class WorkerPools:
                 for conn in starting:
                     await conn.aclose()
                 for ledger, conn in leased:
+                    # as BotPool.release: reclaimed before it is kept, ended if it
+                    # still holds pages then
+                    held = await conn.reclaim() if conn.usable else None
+                    if held is not None:
+                        await conn.aclose(background=False)
+                        continue
                     extra = ledger.put_back(conn) if conn.usable else conn
                     if extra is not None:
                         await extra.aclose()
