@@ -651,7 +651,7 @@ CARRIER_RUNS: tuple[tuple[str, str, bool, dict[str, str]], ...] = (
 
 def _carriers(out: TextIO, work: Path) -> list[dict[str, Any]]:
     print("counters of the machine (issue 35): hostile bots of tests/bots/hostile, Trumps, 3 "
-          "seats; counters: a sender locks 64+p pages and forks 32+4p children per "
+          "seats; counters: a sender locks 64+p pages and forks 24+4p children per "
           "decision, a receiver reads /proc/vmstat and /proc/stat (one deal, 3 games); "
           "deal memory: pagecache.py --channel pagemap, view system, two deals (6 games). "
           "The controls stand for the code before (the same carrier, the defence off)",

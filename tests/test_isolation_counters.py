@@ -94,7 +94,7 @@ def test_two_sandboxed_bots_pass_nothing_through_a_counter(world: World, isolati
 
 def talks(channels: dict[str, dict[str, int]]) -> bool:
     """The receiver read the sender's hands off the lock counter (exact), and saw the
-    fork counter move by the sender's forks (a move is at least 32 forks; the machine's
+    fork counter move by the sender's forks (a move is at least 24 forks; the machine's
     own forks add to it, and on a busy machine spoil the frames: those are not judged)."""
     seen = channels["mlock"]
     return (seen["frames_right"] >= 3 and seen["frames_right"] >= 2 * seen["frames_wrong"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import signal
 import threading
 
 import _hostile
@@ -39,23 +38,23 @@ import _kernel
 
 from arena.sdk import GameResult, RoundResult, View
 
-BASE = {"mlock": 64, "fork": 32}
+BASE = {"mlock": 64, "fork": 24}
 STEP = {"mlock": 1, "fork": 4}
 TOLERANCE = {"mlock": 0, "fork": 2}
 """A move is ``BASE + STEP x payload``; between two readings the sender may have moved
 once, twice (it decided twice: it led the trick after it played last), or not at all.
 A difference is read as ``k`` moves of one payload, the smallest ``k`` that fits within
 the tolerance (mlock pages: exact; forks: the machine's own forks add some)."""
-SYS_CLONE, SYS_EXIT_GROUP = 56, 231  # x86_64
+SIGCHLD = 17
 SOURCE = {"mlock": ("/proc/vmstat", "unevictable_pgs_mlocked"),
           "fork": ("/proc/stat", "processes")}
 
 libc = _kernel.libc
-held = ctypes.PyDLL(None, use_errno=True)
-"""The C library called with the GIL held: a child of ``clone`` then has it (through
-``libc``, another thread may take it during the call, and the child waits for it
-forever)."""
-held.syscall.restype = ctypes.c_long
+libc.clone.restype = ctypes.c_int
+libc.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+CHILD_STACK = ctypes.create_string_buffer(1 << 16)
+"""The stack a child of :meth:`Counters._fork` runs ``_exit`` on (its own copy)."""
+EXIT = ctypes.cast(libc._exit, ctypes.c_void_p)
 libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 libc.munlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -117,6 +116,7 @@ class Counters(_hostile.Legal):
         self.lock = threading.Lock()
         self.payloads: dict[tuple[str, int], int] = {}
         self.sent = self.decisions = 0
+        self.children: list[int] = []
         self.send_errors: dict[str, str] = {}
         self.channels = {c: Channel() for c in carriers}
         self._report(phase="start")
@@ -146,16 +146,32 @@ class Counters(_hostile.Legal):
             libc.munmap(ctypes.c_void_p(address), size)
 
     def _fork(self, count: int) -> None:
-        """``count`` children by a bare ``clone`` (no at-fork handlers: gRPC's are slow),
-        each of which exits at once."""
+        """``count`` children by the C library's ``clone`` running ``_exit`` at once: no
+        Python in the child (a child of ``fork`` back in Python can wait forever for the
+        GIL or a lock another thread held; ``os.fork`` runs gRPC's slow handlers). The
+        counter moves at the clone: the children are reaped later (waiting for each to
+        be scheduled took seconds on a loaded machine)."""
+        self._reap(block=True)
+        top = (ctypes.addressof(CHILD_STACK) + len(CHILD_STACK)) & ~15
         for _ in range(count):
-            pid = held.syscall(SYS_CLONE, signal.SIGCHLD, 0, 0, 0, 0)
-            if pid == 0:
-                held.syscall(SYS_EXIT_GROUP, 0)
+            ctypes.set_errno(0)
+            pid = libc.clone(EXIT, top, SIGCHLD, None)
             if pid < 0:
                 self.send_errors["fork"] = _kernel.errname(ctypes.get_errno())
                 return
-            os.waitpid(pid, 0)
+            self.children.append(pid)
+        self._reap(block=False)
+
+    def _reap(self, block: bool) -> None:
+        left = []
+        for pid in self.children:
+            try:
+                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if not done:
+                left.append(pid)
+        self.children = left
 
     def _send(self, view: View) -> None:
         self.decisions += 1
