@@ -29,6 +29,18 @@
   ``NODE_EXTRA_CA_CERTS`` that Node.js reads at start). The starts alternate between
   the two, one untimed start of each first; medians.
 
+- **The allowlisted /proc** (``arena/proc/procfs.py``): a fourth start-up kind,
+  ``full-proc``, the same sandboxed start with ``ARENA_NO_PROC_MASK`` (the whole procfs,
+  as before issue 35), in the same rotation: the ratio is the masking's cost.
+- **Counters of the machine** (issue 35): the hostile bots of ``tests/bots/hostile``
+  through real tournaments, each carrier with its defences and with them off (the
+  controls stand for the code before): ``counters.py`` (the lock counter of
+  ``/proc/vmstat`` and the fork counter of ``/proc/stat``) sandboxed, sandboxed with
+  ``ARENA_NO_PROC_MASK``, and out of the sandbox; ``pagecache.py --channel pagemap``
+  (locked pages kept past the reclaim) sandboxed, out of the sandbox with the check
+  after the reclaim, and without it (``ARENA_NO_HELD_CHECK``). Six tournaments, some
+  two minutes.
+
 Rounds: :data:`ROUNDS` at the default ``--repeat`` (5), in proportion to it otherwise
 (each round is six whole tournaments, about two minutes on two cores); starts:
 ``2 x --repeat`` of each kind. The whole takes some 6-8 minutes by default. Run alone as
@@ -44,7 +56,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -67,7 +80,8 @@ from benchmarks.tournament import DEMO_FILE, demo_without_node, node_ready
 
 TITLE = ("isolation and sandbox cost: tournament games/s under isolation deal vs shared "
          "vs shared without sandbox; bot start-up to the first Bid with and without "
-         "bubblewrap")
+         "bubblewrap, and with the whole /proc; the counters of issue 35 with and without "
+         "their defences")
 
 DEMO_DEALS = 8
 """Deals of the demo runs (the demo's own): 5 tables x 4 rotations = 20 games a deal.
@@ -378,30 +392,53 @@ async def one_start(spec: BotSpec, confinement: Confinement, view: View, logs: P
 
 
 async def _startups(starts: int, work: Path
-                    ) -> list[tuple[str, StartSeries, StartSeries, StartSeries]]:
+                    ) -> list[tuple[str, StartSeries, StartSeries, StartSeries, StartSeries]]:
     view = first_bid_view()
     bots: list[tuple[str, tuple[Path, ...]]] = [(PYTHON_BOT, ())]
     if node_ready():
         bots.append((NODE_BOT, (ROOT / "proto",)))
-    results: list[tuple[str, StartSeries, StartSeries, StartSeries]] = []
+    results: list[tuple[str, StartSeries, StartSeries, StartSeries, StartSeries]] = []
     n = 0
     for text, read_only in bots:
         spec = BotSpec.parse(text)
-        kinds = [(StartSeries("sandboxed"), Confinement(sandbox=True, read_only=read_only)),
+        sandboxed = Confinement(sandbox=True, read_only=read_only)
+        kinds = [(StartSeries("sandboxed"), sandboxed),
                  (StartSeries("plain"), Confinement(sandbox=False, read_only=read_only)),
                  (StartSeries("system"), Confinement(sandbox=True, read_only=read_only,
-                                                     view="system"))]
-        for _, confinement in kinds:  # untimed: the files in the page cache
+                                                     view="system")),
+                 (StartSeries(FULL_PROC), sandboxed)]
+        for series, confinement in kinds:  # untimed: the files in the page cache
             n += 1
-            await one_start(spec, confinement, view, work / "logs", n)
+            with _full_proc(series.label == FULL_PROC):
+                await one_start(spec, confinement, view, work / "logs", n)
         for i in range(starts):
-            for series, confinement in kinds[i % 3:] + kinds[:i % 3]:
+            for series, confinement in kinds[i % 4:] + kinds[:i % 4]:
                 n += 1
-                to_hello, to_bid = await one_start(spec, confinement, view, work / "logs", n)
+                with _full_proc(series.label == FULL_PROC):
+                    to_hello, to_bid = await one_start(spec, confinement, view,
+                                                       work / "logs", n)
                 series.to_hello.append(to_hello)
                 series.to_bid.append(to_bid)
-        results.append((str(spec), kinds[0][0], kinds[1][0], kinds[2][0]))
+        results.append((str(spec), kinds[0][0], kinds[1][0], kinds[2][0], kinds[3][0]))
     return results
+
+
+FULL_PROC = "full-proc"
+"""The start-up kind with the whole procfs (``ARENA_NO_PROC_MASK``): the sandbox's /proc
+before issue 35, the baseline of the allowlisted one."""
+
+
+@contextmanager
+def _full_proc(on: bool) -> Iterator[None]:
+    """``ARENA_NO_PROC_MASK`` set while a bot starts (the spawn reads it)."""
+    if not on:
+        yield
+        return
+    os.environ["ARENA_NO_PROC_MASK"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("ARENA_NO_PROC_MASK", None)
 
 
 def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
@@ -416,15 +453,16 @@ def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
           f"spawn, health, Hello; then RemotePlayer.decide on a Wizard bid); sandboxed = "
           f"bubblewrap with the default view (runtime: its files read into the page cache "
           f"first), system = bubblewrap showing all of /usr and /opt (nothing read in), "
-          f"plain = Confinement(sandbox=False) (cgroup and rlimits kept); "
+          f"plain = Confinement(sandbox=False) (cgroup and rlimits kept), {FULL_PROC} = "
+          f"sandboxed with the whole procfs (ARENA_NO_PROC_MASK: /proc before issue 35); "
           f"{starts} starts of each, rotated, after one untimed each; medians in ms",
           file=out)
-    width = max(len(label) for label, _, _, _ in results)
+    width = max(len(label) for label, _, _, _, _ in results)
     print(f"  {'bot':<{width}}  {'kind':<9}  {'to Hello':>8}  {'to Bid':>6}  {'[min..max]'}",
           file=out)
     figures: dict[str, Any] = {}
-    for label, boxed, plain, system in results:
-        for series in (boxed, system, plain):
+    for label, boxed, plain, system, full in results:
+        for series in (boxed, full, system, plain):
             span = f"[{min(series.to_bid) * 1000:.0f}..{max(series.to_bid) * 1000:.0f}]"
             print(f"  {label:<{width}}  {series.label:<9}  "
                   f"{median(series.to_hello) * 1000:8.0f}  "
@@ -436,18 +474,206 @@ def _startup_report(starts: int, out: TextIO, work: Path) -> dict[str, Any]:
         view_ratio = median(boxed.to_bid) / median(system.to_bid)
         print(f"  {label:<{width}}  ratio runtime view / system view, to Bid: "
               f"{view_ratio:.2f}", file=out)
+        proc_ratio = median(boxed.to_bid) / median(full.to_bid)
+        print(f"  {label:<{width}}  ratio allowlisted /proc / {FULL_PROC}, to Bid: "
+              f"{proc_ratio:.2f} ({(median(boxed.to_bid) - median(full.to_bid)) * 1000:+.0f} "
+              f"ms)", file=out)
         figures[label] = {
             "starts": starts,
             **{s.label: {"to_hello_ms": round(median(s.to_hello) * 1000, 1),
                          "to_bid_ms": round(median(s.to_bid) * 1000, 1),
                          "to_bid_ms_runs": [round(x * 1000, 1) for x in s.to_bid]}
-               for s in (boxed, plain, system)},
+               for s in (boxed, plain, system, full)},
             "ratio_sandboxed_to_plain": round(ratio, 3),
             "ratio_runtime_to_system_view": round(view_ratio, 3),
+            "ratio_allowlisted_to_full_proc": round(proc_ratio, 3),
         }
     if not node_ready():
         print("  node sample left out: node or sample_bots/node/node_modules missing",
               file=out)
+    return figures
+
+
+# -- the allowlisted /proc alone ----------------------------------------------------------
+
+MASK_RUNS_PER_REPEAT = 20
+
+
+def _proc_mask_cost(runs: int, out: TextIO) -> dict[str, Any]:
+    """bubblewrap alone, its view and namespaces as a bot gets them (``bwrap_args``,
+    the runtime view of ``/usr/bin/true``, under the seccomp filter), ending at once:
+    with the allowlisted /proc and with the whole procfs (``ARENA_NO_PROC_MASK``),
+    alternating, after one untimed run of each; medians. The start-ups above carry the
+    same difference inside a spread of hundreds of ms."""
+    from arena.proc import procfs, seccomp
+    from arena.proc.bwrap import bwrap_args
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    mounts: dict[bool, int] = {}
+    for i in range(runs + 1):
+        for masked in ((True, False) if i % 2 else (False, True)):
+            with _full_proc(not masked):
+                args = bwrap_args(["/usr/bin/true"], Path("/"), Confinement(),
+                                  {"PATH": "/usr/bin"}, seccomp=(fd := seccomp.filter_fd()))
+            mounts[masked] = sum(1 for a in args if a in ("--ro-bind", "--bind", "--tmpfs",
+                                                             "--proc", "--dev", "--symlink"))
+            try:
+                start = time.perf_counter()
+                subprocess.run(args, pass_fds=(fd,), check=True, capture_output=True,
+                               timeout=60)
+                took = time.perf_counter() - start
+            finally:
+                os.close(fd)
+            if i:
+                times[masked].append(took)
+    masked_ms, full_ms = (median(times[k]) * 1000 for k in (True, False))
+    covered = sum(1 for name, kind in procfs.kernel_entries().items()
+                  if not name.isdigit() and name not in procfs.SHOWN and kind != "link")
+    print(f"bubblewrap alone (bwrap_args of /usr/bin/true, runtime view, seccomp filter), "
+          f"{runs} runs of each, alternating, medians: allowlisted /proc {masked_ms:.1f} ms "
+          f"({mounts[True]} mounts: {covered} entries covered), whole procfs "
+          f"{full_ms:.1f} ms ({mounts[False]} mounts); ratio {masked_ms / full_ms:.2f} "
+          f"({masked_ms - full_ms:+.1f} ms)", file=out)
+    return {"runs": runs, "allowlisted_ms": round(masked_ms, 2), "full_proc_ms": round(full_ms, 2),
+            "ratio": round(masked_ms / full_ms, 3), "covered_entries": covered,
+            "mounts": {"allowlisted": mounts[True], "full_proc": mounts[False]}}
+
+
+# -- counters of the machine (issue 35) -----------------------------------------------------
+
+HOSTILE = ROOT / "tests/bots/hostile"
+CARRIER_TIMEOUT_S = 300.0
+
+
+def _hostile_tournament(work: Path, tag: str, bots: list[tuple[str, str, dict[str, str]]],
+                        deals: int, env: dict[str, str], attack: str
+                        ) -> list[dict[str, Any]]:
+    """A Trumps tournament of 3 seats (``bots``: name, spec, extra keys) run as ``arena
+    tournament``; the last ``HOSTILE`` report of ``attack`` of each bot process."""
+    import json
+    import secrets
+
+    lines = [f'name = "bench-{tag}"', 'game = "trumps"', "seats = 3",
+             f"seed = {secrets.randbits(40)}", "", "[options]", "draw = false", "",
+             "[time]", "move_ms = 5000", "", "[schedule]", f"deals = {deals}"]
+    for name, spec, extra in bots:
+        lines += ["", "[[bots]]", f'name = "{name}"', f"spec = {json.dumps(spec)}"]
+        lines += [f"{k} = {v}" for k, v in extra.items()]
+    path = work / f"{tag}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    out, tmpdir = work / f"{tag}-out", work / f"{tag}-tmp"
+    tmpdir.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "tournament", str(path), "--out", str(out),
+         "--resamples", "20"], cwd=ROOT, env={**os.environ, "TMPDIR": str(tmpdir), **env},
+        text=True, capture_output=True, timeout=CARRIER_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
+        raise RuntimeError(f"{tag}: arena tournament exited with {done.returncode}: "
+                           + " | ".join(tail))
+    last: dict[str, dict[str, Any]] = {}
+    for log in sorted(out.rglob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("HOSTILE "):
+                entry = json.loads(line[len("HOSTILE "):])
+                if entry.get("attack") == attack:
+                    last[entry["proc"]] = entry
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    return list(last.values())
+
+
+def _counters(work: Path, tag: str, sandbox: bool, env: dict[str, str]) -> dict[str, Any]:
+    """Two ``counters.py`` bots at one table (one deal, 3 games): what the receiver read
+    of each counter."""
+    extra = {} if sandbox else {"sandbox": "false"}
+    script = str(HOSTILE / "counters.py")
+    bots = [(role, f"cmd:python {script} --role {role} --carrier all", extra)
+            for role in ("send", "recv")] + [("heuristic", "heuristic", {})]
+    reports = _hostile_tournament(work, tag, bots, 1, env, "counters")
+    receivers = [r for r in reports if r["role"] == "recv"]
+    errors: dict[str, str] = {}
+    for r in reports:
+        if r["role"] == "send":
+            errors.update(r["send_errors"])
+    return {"send_errors": errors,
+            **{c: {k: sum(r["channels"][c][k] for r in receivers)
+                   for k in ("reads", "unreadable", "moved", "frames", "frames_right",
+                             "frames_wrong")} for c in ("mlock", "fork")}}
+
+
+def _fresh_file(folder: Path, mib: int = 24) -> Path:
+    """A non-sparse file on disk, out of the page cache."""
+    folder.mkdir()
+    path = folder / "pagecache.bin"
+    block = os.urandom(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        for _ in range(mib):
+            os.write(fd, block)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    os.chmod(folder, 0o755)
+    return path
+
+
+def _deal_memory(work: Path, tag: str, sandbox: bool, env: dict[str, str]
+                 ) -> dict[str, Any]:
+    """``pagecache.py --channel pagemap`` (locked pages, read by a later process through
+    /proc/self/pagemap), ``view = "system"``, two deals (6 games)."""
+    data = _fresh_file(work / f"{tag}-data")
+    extra = {"view": '"system"', **({} if sandbox else {"sandbox": "false"})}
+    bots = [("pages", f"cmd:python {HOSTILE / 'pagecache.py'} --channel pagemap "
+                      f"--data {data}", extra),
+            ("heuristic", "heuristic", {}), ("random", "random", {})]
+    reports = _hostile_tournament(work, tag, bots, 2, env, "pagecache")
+    return {"processes": len(reports),
+            "games_seen": sum(r["games_seen"] for r in reports),
+            "deal_recognised": sum(r["deal_recognised"] for r in reports),
+            "cards_right": sum(r["cards_right"] for r in reports),
+            "cards_wrong": sum(r["cards_wrong"] for r in reports),
+            "mlock_refused": any(r["errors"].get("mlock") == "EPERM" for r in reports)}
+
+
+CARRIER_RUNS: tuple[tuple[str, str, bool, dict[str, str]], ...] = (
+    ("counters", "sandboxed", True, {}),
+    ("counters", "sandboxed, ARENA_NO_PROC_MASK (control)", True,
+     {"ARENA_NO_PROC_MASK": "1"}),
+    ("counters", "sandbox = false (control: before)", False, {}),
+    ("deal memory", "sandboxed", True, {}),
+    ("deal memory", "sandbox = false, held check on", False, {}),
+    ("deal memory", "sandbox = false, ARENA_NO_HELD_CHECK (control: before)", False,
+     {"ARENA_NO_HELD_CHECK": "1"}),
+)
+
+
+def _carriers(out: TextIO, work: Path) -> list[dict[str, Any]]:
+    print("counters of the machine (issue 35): hostile bots of tests/bots/hostile, Trumps, 3 "
+          "seats; counters: a sender locks 64+p pages and forks 24+4p children per "
+          "decision, a receiver reads /proc/vmstat and /proc/stat (one deal, 3 games); "
+          "deal memory: pagecache.py --channel pagemap, view system, two deals (6 games). "
+          "The controls stand for the code before (the same carrier, the defence off)",
+          file=out)
+    figures = []
+    for n, (carrier, label, sandbox, env) in enumerate(CARRIER_RUNS):
+        tag = f"carrier-{n}"
+        if carrier == "counters":
+            got = _counters(work, tag, sandbox, env)
+            lock, fork = got["mlock"], got["fork"]
+            print(f"  {carrier:<11} {label:<58} vmstat: {lock['frames_right']} frames right, "
+                  f"{lock['frames_wrong']} wrong, {lock['unreadable']}/{lock['reads']} "
+                  f"reads empty; stat: moved {fork['moved']}/{fork['reads']}, "
+                  f"{fork['frames_right']} right, {fork['frames_wrong']} wrong; sender "
+                  f"errors {got['send_errors'] or '-'}", file=out)
+        else:
+            got = _deal_memory(work, tag, sandbox, env)
+            print(f"  {carrier:<11} {label:<58} {got['deal_recognised']} deals recognised "
+                  f"by {got['processes']} processes, cards {got['cards_right']} right "
+                  f"{got['cards_wrong']} wrong; mlock refused: {got['mlock_refused']}",
+                  file=out)
+        figures.append({"carrier": carrier, "run": label, **got})
     return figures
 
 
@@ -467,13 +693,16 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
         work = Path(tmp)
         throughput = _throughput(rounds, out, work)
         startup = _startup_report(starts, out, work)
+        proc_mask = _proc_mask_cost(MASK_RUNS_PER_REPEAT * settings.repeat, out)
+        carriers = _carriers(out, work)
     load_after = os.getloadavg()
     took = time.perf_counter() - began
     mechanism = limit_mechanism()
     print(f"machine: {usable_cores()} usable cores, limits by {mechanism.kind}; load average "
           f"(1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after; this benchmark "
           f"took {took:.0f} s", file=out)
-    return {"throughput": throughput, "startup": startup,
+    return {"throughput": throughput, "startup": startup, "proc_mask": proc_mask,
+            "carriers": carriers,
             "cores": usable_cores(), "mechanism": mechanism.kind,
             "load_before": round(load_before[0], 2), "load_after": round(load_after[0], 2),
             "seconds": round(took, 1)}

@@ -56,6 +56,7 @@ PROBE_C = r"""/* probe NAME...: try one system call per NAME, print "NAME ok" or
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +116,19 @@ static long run(const char *n, int fd, void *map) {
     if (!strcmp(n, "madv_pageout")) return madvise(map, 4096, MADV_PAGEOUT);
     if (!strcmp(n, "madv_cold")) return madvise(map, 4096, MADV_COLD);
     if (!strcmp(n, "madv_dontneed")) return madvise(map, 4096, MADV_DONTNEED);
+    if (!strcmp(n, "madv_populate_read")) return madvise(map, 4096, 22);
+    if (!strcmp(n, "madv_populate_write")) {
+        void *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? -1 : madvise(p, 4096, 23);
+    }
+    if (!strcmp(n, "mlock")) { long r = mlock(map, 4096); if (!r) munlock(map, 4096); return r; }
+    if (!strcmp(n, "mlock2")) {
+        long r = syscall(SYS_mlock2, map, 4096, 0);
+        if (!r) munlock(map, 4096);
+        return r;
+    }
+    if (!strcmp(n, "mlockall")) { long r = mlockall(MCL_FUTURE); if (!r) munlockall(); return r; }
+    if (!strcmp(n, "sysinfo")) { struct sysinfo si; return sysinfo(&si); }
     if (!strcmp(n, "madv_pageout_highbits"))
         return syscall(SYS_madvise, map, 4096, (1UL << 32) | MADV_PAGEOUT);
     if (!strcmp(n, "io_uring_setup")) { char p[120] = {0}; return syscall(425, 4, p); }
@@ -242,6 +256,8 @@ DENIED = {
     "fanotify_init": "EPERM", "name_to_handle_at": "EPERM", "modify_ldt": "EPERM",
     "socket_netlink_netfilter": "ENOSYS", "socket_packet": "ENOSYS",
     "socket_alg": "ENOSYS", "socket_vsock": "ENOSYS", "personality_norandom": "ENOSYS",
+    "madv_populate_read": "EPERM", "madv_populate_write": "EPERM", "mlock": "EPERM",
+    "mlock2": "EPERM", "mlockall": "EPERM", "sysinfo": "EPERM",
     "ptrace_attach_1": "EPERM", "ptrace_traceme": "EPERM",
 }
 """What the filter answers (the ptrace probes last: without the filter they would trace)."""
@@ -253,7 +269,8 @@ ALLOWED = ("fcntl_getfl", "fcntl_dupfd_cloexec", "preadv2_plain", "madv_dontneed
 OPEN_TODAY = ("flock", "fcntl_setlk", "fcntl_getlk", "fcntl_ofd_setlk", "fcntl_ofd_getlk",
               "fcntl_setlease", "fcntl_notify", "mincore", "cachestat", "fadvise_dontneed",
               "madv_pageout", "madv_cold", "io_uring_setup", "io_setup", "keyctl", "add_key",
-              "request_key", "inotify_init1")
+              "request_key", "inotify_init1", "madv_populate_read", "madv_populate_write",
+              "mlock", "mlock2", "mlockall", "sysinfo")
 """Refused by the filter, and "ok" in the same sandbox without it (where the kernel's own
 settings, e.g. perf_event_paranoid, do not refuse them anyway)."""
 

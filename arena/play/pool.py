@@ -233,11 +233,15 @@ class BotPool:
             await conn.aclose()
         else:
             # the page cache and the directory entries it brought in go before its next
-            # game (another rotation of the deal may then meet what it left: issue 17)
-            await conn.reclaim()
-            extra = self._ledger.put_back(conn)
-            if extra is not None:
-                await extra.aclose()
+            # game (another rotation of the deal may then meet what it left: issue 17);
+            # a process still holding pages then (locked, pinned) is ended: it keeps
+            # them for a later process of its bot to read (issue 35)
+            if await conn.reclaim() is not None:
+                await conn.aclose(background=False)  # its pages gone before the next game
+            else:
+                extra = self._ledger.put_back(conn)
+                if extra is not None:
+                    await extra.aclose()
         self._top_up()
 
     async def _fresh(self, core: int | None) -> BotConnection:
@@ -413,6 +417,12 @@ class WorkerPools:
                 for conn in starting:
                     await conn.aclose()
                 for ledger, conn in leased:
+                    # as BotPool.release: reclaimed before it is kept, ended if it
+                    # still holds pages then
+                    held = await conn.reclaim() if conn.usable else None
+                    if held is not None:
+                        await conn.aclose(background=False)
+                        continue
                     extra = ledger.put_back(conn) if conn.usable else conn
                     if extra is not None:
                         await extra.aclose()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
-from arena.proc import ids
+from arena.proc import ids, procfs
 from arena.proc.cgroup import Cgroup, Mechanism
 from arena.proc.gate import SYSTEM_DIRS, check_view, own_folders, program_path, program_roots
 from arena.proc.images import MAX_IMAGES, image_for, image_mechanism, mount_script, place
@@ -30,8 +30,9 @@ BWRAP_PACKAGE = "bubblewrap"
 def rlimit_args(limits: Limits, mechanism: Mechanism, own_uid: bool = False) -> list[str]:
     """``prlimit`` options for what cgroups do not cover (all of them without cgroups).
     ``own_uid``: the process runs as a uid of its own, so the process limit counts its
-    processes alone (and bubblewrap's two)."""
-    args: list[str] = []
+    processes alone (and bubblewrap's two). No memory may be locked (``--memlock=0:0``):
+    a locked page outlives the reclaim after a game (see :mod:`arena.proc.seccomp`)."""
+    args: list[str] = ["--memlock=0:0"]
     if limits.cpu_s:
         # the soft limit sends SIGXCPU (a clear cause); the hard one kills a bot ignoring it
         args.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}")
@@ -265,7 +266,9 @@ def _bwrap_view(args: list[str], cwd: Path, confinement: Confinement,
     ro, own, excluded = view_paths(args, cwd, confinement)
     out = ["--unshare-user", "--unshare-all", "--die-with-parent", "--new-session",
            "--uid", "65534", "--gid", "65534", "--hostname", "bot",
-           "--dev", "/dev", "--proc", "/proc"]
+           "--dev", "/dev", "--proc", "/proc",
+           # /proc shows the bot's own processes and no counter of the machine's
+           *procfs.view_options(confinement.limits)]
     if confinement.limits.file_mb:
         out += ["--size", str(max(confinement.limits.file_mb, 16) << 20)]
     out += ["--tmpfs", "/tmp"]

@@ -616,6 +616,41 @@ class Cgroup:
                 except OSError:  # the last tasks are still being reaped
                     time.sleep(0.002)
 
+    def held_after_reclaim(self) -> str | None:
+        """What the bot's processes still hold after :meth:`reclaim`, when they hold
+        what the reclaim should have dropped (one line), else None: locked pages
+        (``unevictable``), and page cache of files (``cache`` or ``file``, less
+        ``shmem``: its /tmp stays, it is its own memory). Such pages are deal memory:
+        a later process of the bot can read which of them are cached (page-cache timing,
+        ``/proc/PID/pagemap`` after a fault), so the process holding them is ended
+        rather than kept for another game. An honest bot holds none after the reclaim
+        (measured: 0 KiB of both for the Python and Node.js samples, in both views);
+        a page cannot stay unless something keeps it: a lock, a pipe holding it
+        (``vmsplice``), a mapping the reclaim could not take. Where the reclaim did not
+        run (``ARENA_NO_RECLAIM``, or swap with live processes) only locked pages count.
+        ``ARENA_NO_HELD_CHECK`` turns the check off (for the controls of the tests)."""
+        if os.environ.get("ARENA_NO_HELD_CHECK"):
+            return None
+        folder = self.dirs.get("" if self.v2 else "memory")
+        if folder is None:
+            return None
+        counts: dict[str, int] = {}
+        for line in _read(str(folder / "memory.stat")).splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                counts[key] = int(value)
+        locked = counts.get("unevictable", 0)
+        reclaimed = not os.environ.get("ARENA_NO_RECLAIM") and not (self.pids() and _has_swap())
+        cached = max(0, counts.get("file" if self.v2 else "cache", 0) - counts.get("shmem", 0))
+        if not reclaimed:
+            cached = 0
+        if not locked and not cached:
+            return None
+        mapped = counts.get("file_mapped" if self.v2 else "mapped_file", 0)
+        return (f"{(locked + cached) >> 10} KiB held after the reclaim after its game "
+                f"(locked {locked >> 10} KiB, page cache {cached >> 10} KiB, mapped "
+                f"{mapped >> 10} KiB)")
+
 
 
 # -- the v1 freezer's switch ---------------------------------------------------------

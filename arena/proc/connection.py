@@ -261,11 +261,13 @@ class BotConnection:
     def cpu_ns(self, stopped_ok: bool = False) -> int | None:
         return self._process.cpu_ns(stopped_ok) if self._process is not None else None
 
-    async def reclaim(self) -> None:
+    async def reclaim(self) -> str | None:
         """Between two games of the process: drop what it brought into the kernel's
-        caches (:meth:`arena.proc.process.BotProcess.reclaim`)."""
+        caches (:meth:`arena.proc.process.BotProcess.reclaim`); what it still holds that
+        it should not (then it must not play again), or None."""
         if self._process is not None and self._process.alive():
-            await self._process.reclaim()
+            return await self._process.reclaim()
+        return None
 
     def cpu_while_stopped_ns(self) -> int:
         """CPU time the bot got while it was stopped, found since this was last asked (0
@@ -307,16 +309,18 @@ class BotConnection:
             channel.close()
         self._retired.clear()
 
-    async def _end_process(self) -> None:
+    async def _end_process(self, background: bool = True) -> None:
         if self._process is not None:
             with trio.CancelScope(shield=True):
-                await self._process.aclose()
+                await self._process.aclose(background=background)
 
-    async def aclose(self) -> None:
-        """End the bot (if the arena started it) and its channels; safe to call twice."""
+    async def aclose(self, background: bool = True) -> None:
+        """End the bot (if the arena started it) and its channels; safe to call twice.
+        ``background`` False: its memory is reclaimed before this returns
+        (:meth:`arena.proc.process.BotProcess.aclose`)."""
         self._retire_channel()
         with trio.CancelScope(shield=True):
-            await self._end_process()
+            await self._end_process(background)
         self._close_retired()
 
     def close(self) -> None:

@@ -403,12 +403,20 @@ class BotProcess:
         if self._cgroup is not None:
             self._cgroup.thaw()
 
-    async def reclaim(self) -> None:
+    async def reclaim(self) -> str | None:
         """Drop what the bot's processes brought into the kernel's caches (see
-        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped."""
+        :meth:`Cgroup.reclaim`), off the trio thread; between its games, while stopped.
+        What they still hold then, where they should hold nothing
+        (:meth:`Cgroup.held_after_reclaim`: the process must not play again), or None."""
         cgroup = self._cgroup
-        if cgroup is not None:
-            await trio.to_thread.run_sync(cgroup.reclaim)
+        if cgroup is None:
+            return None
+
+        def reclaim() -> str | None:
+            cgroup.reclaim()
+            return cgroup.held_after_reclaim()
+
+        return await trio.to_thread.run_sync(reclaim)
 
     def take_cpu_while_stopped(self) -> int:
         """CPU time (ns) the bot's processes got while stopped since this was last asked:
@@ -515,9 +523,12 @@ class BotProcess:
 
     # -- ending it --------------------------------------------------------------------
 
-    async def aclose(self, grace_s: float = 1.0) -> None:
+    async def aclose(self, grace_s: float = 1.0, background: bool = True) -> None:
         """End the process and everything it started: SIGTERM, then SIGKILL after
-        ``grace_s``. Never blocks the trio thread; safe to call twice."""
+        ``grace_s``. Never blocks the trio thread but with ``background`` False: the
+        reclaim of its cgroup is then done before it returns (some ms), not on a thread
+        (for a process that held pages: no later process may find them). Safe to call
+        twice."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             self._signal_all(signal.SIGTERM)
@@ -534,7 +545,7 @@ class BotProcess:
                 while self._cgroup is not None and self._cgroup.pids():
                     self._signal_all(signal.SIGKILL)
                     await trio.sleep(0.005)
-        self._finish(background=True)
+        self._finish(background=background)
 
     @property
     def signals_reach_bot(self) -> bool:

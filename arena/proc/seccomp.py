@@ -29,6 +29,20 @@ F_GETLEASE, F_NOTIFY                             sandbox: live collusion (issue 
                                                  was not charged for (clears others' bits)
 ``madvise`` MADV_COLD, MADV_PAGEOUT,             eviction by madvise; the other advice values
 MADV_HWPOISON, MADV_SOFT_OFFLINE                 stay allowed
+``madvise`` MADV_POPULATE_READ, _WRITE           they fill a range's page tables at once
+                                                 from the kernel's side: with
+                                                 ``/proc/PID/pagemap``, residency read and
+                                                 set without touching a page
+``mlock``, ``mlock2``, ``mlockall`` (and         a locked page outlives the reclaim after a
+``RLIMIT_MEMLOCK`` 0 for ``MAP_LOCKED`` and      game (deal memory for a later process of
+``SHM_LOCK``: :mod:`arena.proc.bwrap`)           the bot), and every lock moves the
+                                                 machine's ``unevictable_pgs_mlocked``
+``sysinfo``                                      counters of the whole machine (its
+                                                 processes, free and shared memory, load);
+                                                 glibc's ``sysconf(_SC_PHYS_PAGES)`` ignores
+                                                 the error and returns what was on the
+                                                 stack: a bot reads ``/proc/meminfo`` (its
+                                                 limit, :mod:`arena.proc.procfs`) instead
 ``io_uring_*``; Linux AIO (``io_setup``,         io_uring: a large kernel surface, and its
 ``io_submit``, ...)                              reads take RWF_NOWAIT; an AIO ``iocb`` takes
                                                  ``aio_rw_flags = RWF_NOWAIT`` too
@@ -61,6 +75,7 @@ and AF_NETLINK/NETLINK_ROUTE (ENOSYS)            large surface (route only: ``ge
 Where it differs from Docker's default profile:
 
 * Docker *allows* ``flock``, every ``fcntl`` command, ``mincore``, ``cachestat``,
+  ``mlock`` and kin (under the ``RLIMIT_MEMLOCK`` it inherits), ``sysinfo``,
   ``fadvise64``, ``preadv2``/``pwritev2`` with any flags, every ``madvise``, Linux AIO,
   ``inotify_*``, ``fanotify_mark``, ``name_to_handle_at``, ``modify_ldt`` and every
   socket family but AF_ALG and AF_VSOCK: a container is not expected to keep secrets
@@ -113,16 +128,16 @@ ALLOWED: tuple[str, ...] = (
     "sched_get_priority_max", "sched_get_priority_min", "sched_rr_get_interval",
     "sched_getattr", "sched_setattr", "getcpu", "rseq", "membarrier", "pidfd_open",
     "pidfd_send_signal", "seccomp", "landlock_create_ruleset", "landlock_add_rule",
-    "landlock_restrict_self", "uname", "sysinfo", "times", "getrandom", "umask",
+    "landlock_restrict_self", "uname", "times", "getrandom", "umask",
     "ioprio_get", "ioprio_set",
     # credentials (inside its user namespace, without capabilities)
     "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid",
     "setfsgid", "setgroups",
     # memory
-    "mmap", "munmap", "mprotect", "mremap", "msync", "mlock", "mlock2", "munlock",
-    "mlockall", "munlockall", "memfd_create", "memfd_secret", "pkey_alloc", "pkey_free",
-    "pkey_mprotect", "remap_file_pages", "map_shadow_stack", "mseal",
+    "mmap", "munmap", "mprotect", "mremap", "msync", "munlock", "munlockall", "memfd_create",
+    "memfd_secret", "pkey_alloc", "pkey_free", "pkey_mprotect", "remap_file_pages",
+    "map_shadow_stack", "mseal",
     # time
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
     "alarm", "getitimer", "setitimer", "timer_create", "timer_delete", "timer_gettime",
@@ -158,6 +173,9 @@ ALLOWED: tuple[str, ...] = (
 
 DENIED: dict[str, str] = {
     "flock": "file locks carry bits between sandboxes",
+    "mlock": "a locked page outlives the reclaim, and moves a counter of the machine's",
+    "mlock2": "locked pages", "mlockall": "locked pages",
+    "sysinfo": "counters of the machine (processes, free and shared memory, load)",
     "mincore": "page-cache residency",
     "cachestat": "page-cache residency",
     "fadvise64": "POSIX_FADV_DONTNEED evicts pages of other processes",
@@ -220,12 +238,14 @@ FCNTL_ALLOWED = (
 """Other commands (unknown to this list) fail with ENOSYS."""
 
 RWF_NOWAIT = 0x8
-MADV_DENIED = (20, 21, 100, 101)  # MADV_COLD, MADV_PAGEOUT, MADV_HWPOISON, MADV_SOFT_OFFLINE
-MADV_ALLOWED = (0, 1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 24, 25,
+MADV_DENIED = (20, 21, 22, 23, 100, 101)
+"""MADV_COLD, MADV_PAGEOUT, MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_HWPOISON,
+MADV_SOFT_OFFLINE."""
+MADV_ALLOWED = (0, 1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 24, 25,
                 102, 103)
 """NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTNEED, FREE, REMOVE, DONTFORK, DOFORK,
 MERGEABLE, UNMERGEABLE, (NO)HUGEPAGE, DONTDUMP, DODUMP, WIPEONFORK, KEEPONFORK,
-POPULATE_READ/WRITE, DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL/REMOVE."""
+DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL/REMOVE."""
 
 CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000,
                    0x40000000)

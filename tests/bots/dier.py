@@ -26,15 +26,23 @@ from arena.sdk import Bot, GameResult, RoundResult, View
 BLOCK = 16 << 20
 
 
-def available_mb() -> int:
+def cap_mb() -> int:
+    """Half the memory the machine has available (at most 4096 MiB); in the sandbox
+    /proc/meminfo states the bot's memory limit instead, all of it free
+    (arena/proc/procfs.py): then 64 MiB past that limit, which it must not reach."""
+    info: dict[str, int] = {}
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError):
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemFree", "MemAvailable"):
+                    info[key] = int(rest.split()[0]) // 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return 1024
+    available = info.get("MemAvailable", 2048)
+    if info and info.get("MemTotal") == info.get("MemFree") == available:
+        return min(4096, available + 64)
+    return min(4096, available // 2)
 
 
 class Dier(Bot):
@@ -80,7 +88,7 @@ class Dier(Bot):
 
 def allocate() -> None:
     held = []
-    cap = min(4096, available_mb() // 2)
+    cap = cap_mb()
     while len(held) * (BLOCK >> 20) < cap:
         held.append(b"\x01" * BLOCK)  # written, so every page is really taken
     sys.stderr.write(f"dier: allocated {cap} MiB without being stopped\n")

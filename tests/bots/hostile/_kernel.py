@@ -225,6 +225,61 @@ class PageBits:
         return bits
 
 
+class LockedBits(PageBits):
+    """Page bits that outlive the reclaim after a game: a 1 bit is a page read and
+    locked (``mlock``), held by the process that wrote it for as long as it lives (a
+    process kept for a later game waits frozen, still holding them). They are read back
+    without ``mincore``: a fault on one page of a 16-page window maps every page of the
+    window that is cached (the kernel's fault-around, 64 KiB), and
+    ``/proc/self/pagemap`` says which pages are mapped. So the first page of each window
+    is the one faulted, and the bits are the other 15 (:meth:`slot`)."""
+
+    WINDOW = 16
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.locked = 0
+
+    def slot(self, first: int, index: int) -> int:
+        return first + (index // (self.WINDOW - 1)) * self.WINDOW + 1 + index % (self.WINDOW - 1)
+
+    def base(self, key: str, copy: int, nbits: int) -> int:
+        span = (nbits // (self.WINDOW - 1) + 2) * self.WINDOW
+        room = self.pages - span - 32
+        start = 16 + int.from_bytes(_digest("locked", key)[:8], "little") % room
+        return start - start % self.WINDOW  # one copy: reading changes nothing
+
+    def write(self, key: str, bits: Sequence[int]) -> None:
+        first = self.base(key, 0, len(bits))
+        for i, bit in enumerate(bits):
+            if bit:
+                page = self.slot(first, i)
+                self.touch_ns(page)
+                ctypes.set_errno(0)
+                if libc.mlock(ctypes.c_void_p(self.addr + page * PAGE), PAGE) != 0:
+                    self.errors["mlock"] = errname(ctypes.get_errno())
+                else:
+                    self.locked += 1
+
+    def read(self, channel: str, key: str, nbits: int) -> list[int] | None:
+        first = self.base(key, 0, nbits)
+        slots = [self.slot(first, i) for i in range(nbits)]
+        for window in sorted({page - page % self.WINDOW for page in slots}):
+            self.touch_ns(window)
+        try:
+            with open("/proc/self/pagemap", "rb") as f:
+                out = []
+                for page in slots:
+                    f.seek(((self.addr >> 12) + page) * 8)
+                    entry = int.from_bytes(f.read(8), "little")
+                    out.append(1 if entry >> 63 else 0)
+                return out
+        except OSError as e:
+            self.errors["pagemap"] = errname(e.errno or 0)
+            return None
+
+
 class DentryBits:
     """Bits in the kernel's cache of directory entries: bit ``i`` of ``key`` is a name
     that does not exist in ``folder``; it is set by looking the name up (the kernel keeps

@@ -3,7 +3,8 @@
 Memory (default): on its ``--at-call``-th decision it allocates 64 MiB blocks, touching
 every page, until it is killed or holds ``--max-mb`` (default 4096, and never more than
 half the memory the machine has available, so that it cannot hurt a machine without
-limits), reporting every ``--report-mb``; then it keeps the memory and answers.
+limits; in the sandbox, 64 MiB past the limit its /proc/meminfo states), reporting every
+``--report-mb``; then it keeps the memory and answers.
 Report: ``{"attack": "hog", "allocated_mb": N, "cap_mb": C, "done": bool}``.
 
 ``--fork-bomb``: instead, on that decision, it forks children (each sleeps 30 s, then
@@ -33,15 +34,28 @@ MAX_FORKS = 2000
 PR_SET_PDEATHSIG = 1
 
 
-def available_mb() -> int:
+def _meminfo_mb() -> dict[str, int]:
+    found: dict[str, int] = {}
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError):
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemFree", "MemAvailable"):
+                    found[key] = int(rest.split()[0]) // 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return 1024
+    return found
+
+
+def cap_mb(max_mb: int) -> int:
+    """``max_mb``, but never more than half the memory the machine has available; in the
+    sandbox /proc/meminfo states the bot's memory limit instead, all of it free
+    (arena/proc/procfs.py): then 64 MiB past that limit, which it must not reach."""
+    info = _meminfo_mb()
+    available = info.get("MemAvailable", 2048)
+    if info and info.get("MemTotal") == info.get("MemFree") == available:
+        return max(64, min(max_mb, available + 64))
+    return max(64, min(max_mb, available // 2))
 
 
 class Hog(_hostile.Legal):
@@ -50,7 +64,7 @@ class Hog(_hostile.Legal):
     def __init__(self, max_mb: int, report_mb: int, at_call: int, fork_bomb: bool,
                  max_forks: int) -> None:
         super().__init__()
-        self.cap_mb = max(64, min(max_mb, available_mb() // 2))
+        self.cap_mb = cap_mb(max_mb)
         self.report_mb = report_mb
         self.at_call = at_call
         self.fork_bomb = fork_bomb

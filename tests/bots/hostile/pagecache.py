@@ -12,6 +12,10 @@ reads them: ``--channel mincore | cachestat | nowait`` (``preadv2(RWF_NOWAIT)``)
 ``--channel dentry`` uses another cache the same way: the kernel's cache of directory
 entries, one bit per name that does not exist in the file's folder (looked up: cached;
 timed by a later lookup; see ``_kernel.DentryBits``).
+``--channel pagemap`` keeps its bits where the reclaim after a game cannot drop them: it
+locks each page it reads (``mlock``), and the process, kept frozen for a later game,
+holds them; a later process reads them by a fault in each 16-page window and
+``/proc/self/pagemap`` (see ``_kernel.LockedBits``).
 
 ``--control``: the same bot with its channel off: it writes nothing (it still looks its
 hand up, and must then find nothing).
@@ -49,6 +53,7 @@ class PageCache(_hostile.Legal):
         self.setup_error = ""
         try:
             self.bits = (_kernel.DentryBits(os.path.dirname(path)) if channel == "dentry"
+                         else _kernel.LockedBits(path) if channel == "pagemap"
                          else _kernel.PageBits(path))
         except OSError as e:
             self.setup_error = f"{path}: {_kernel.errname(e.errno or 0)} {e.strerror}"
@@ -136,7 +141,8 @@ class PageCache(_hostile.Legal):
 
 if __name__ == "__main__":
     p = _hostile.parser(__doc__ or "")
-    p.add_argument("--channel", choices=("mincore", "cachestat", "nowait", "timing", "dentry"),
+    p.add_argument("--channel", choices=("mincore", "cachestat", "nowait", "timing", "dentry",
+                                          "pagemap"),
                    default="mincore")
     p.add_argument("--file", choices=("own", "usr"), default="own")
     p.add_argument("--data", default="",
