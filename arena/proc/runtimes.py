@@ -769,15 +769,21 @@ def _unplaced(path: Path) -> str | None:
     needs = _needs(path)
     if needs is None or not needs.beyond:
         return None
-    shown = ", ".join(str(p) for p in needs.beyond[:3]) + \
-        (f" and {len(needs.beyond) - 3} more" if len(needs.beyond) > 3 else "")
+    shown = str(needs.beyond[0]) + \
+        (f" and {len(needs.beyond) - 1} more" if len(needs.beyond) > 1 else "")
     name = path.name
-    packages = ", ".join(f'"{p}"' for p in needs.siblings)
-    return (f"{name} ({path}, Debian package {needs.package}) is in no runtime: its "
-            f"library ({shown}) is not in the sandbox's view; add a runtime for it "
-            f"([[runtimes]] name = \"{name}\", programs = [\"{name}\"], packages = "
-            f"[{packages}] in the tournament or league file) or give the bot view = "
-            f"\"system\" (--view system)")
+    # the package to name: the program's own, else the one named after its source (perl
+    # for perl-base), else those of its source
+    if needs.package in needs.siblings:
+        suggested = [needs.package]
+    elif needs.source in needs.siblings:
+        suggested = [needs.source]
+    else:
+        suggested = list(needs.siblings)
+    return (f"{name} ({path}, package {needs.package}) is in no runtime, and the sandbox "
+            f"lacks its library ({shown}): add a runtime ([[runtimes]] name = \"{name}\", "
+            f"packages = [{', '.join(f'{chr(34)}{p}{chr(34)}' for p in suggested)}]) or "
+            f"give the bot view = \"system\" (--view system)")
 
 
 def describe_runtime(runtime: Runtime) -> str:
@@ -793,9 +799,14 @@ def describe_runtime(runtime: Runtime) -> str:
             view = package_view(here)
             parts.append(f"Debian packages {', '.join(here)} and "
                          f"{len(view.packages) - len(here)} they depend on: "
-                         f"{len(view.folders)} folders, {len(view.files)} files")
+                         f"{_count(len(view.folders), 'folder')} bound whole, "
+                         f"{_count(len(view.files), 'file')} alone")
         else:
             parts.append("packages " + ", ".join(runtime.packages) + " (not installed)")
     if runtime.paths:
         parts.append(", ".join(str(p) for p in runtime.paths))
     return f"{runtime.name} ({runtime.origin}: {'; '.join(parts)})"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
