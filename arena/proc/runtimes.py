@@ -364,10 +364,11 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _reduce(listed: set[str], base: Sequence[str]) -> tuple[list[Path], list[Path]]:
+def _reduce(listed: set[str], base: Sequence[str],
+            within: Sequence[Path] = SYSTEM_DIRS) -> tuple[list[Path], list[Path]]:
     """The folders to bind whole and the files to bind alone of the paths ``listed``
-    (see the module's text)."""
-    systems = [str(d) for d in SYSTEM_DIRS]
+    that lie in ``within`` (the machine's installed software; see the module's text)."""
+    systems = [str(d) for d in within]
     kept = {p for p in listed if _under(p, systems) and p not in systems
             and not _under(p, LEFT_OUT)}
     owned: dict[str, bool] = {}
