@@ -169,6 +169,13 @@ def test_an_interpreter_in_no_runtime_is_refused_in_one_line_naming_the_fix(
     assert "perl" in problem and "[[runtimes]]" in problem and 'view = "system"' in problem
     with pytest.raises(GateError, match=r"is in no runtime.*\[\[runtimes\]\]"):
         view_paths(["perl", str(script)], tmp_path, Confinement())  # at spawn
+    # the bot's own grant of what its interpreter lacks (read_only) is taken as before;
+    # a grant of something else is not
+    lacking = runtimes.command_view(Path(shutil.which("perl") or "")).lacking
+    assert lacking and all(p.is_relative_to("/usr/share/perl") for p in lacking), lacking
+    view_paths(["perl", str(script)], tmp_path, Confinement(read_only=tuple(lacking)))
+    with pytest.raises(GateError, match="is in no runtime"):
+        view_paths(["perl", str(script)], tmp_path, Confinement(read_only=(tmp_path,)))
     # the system view shows all of /usr: no runtime needed
     ro, _, _ = view_paths(["perl", str(script)], tmp_path, Confinement(view="system"))
     assert Path("/usr") in ro

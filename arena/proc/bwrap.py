@@ -132,8 +132,10 @@ def view_paths(args: list[str], cwd: Path, confinement: Confinement
         program = program_path(args[0], cwd)
         if program is not None:
             runtime = command_view(program)
-            if runtime.problem is not None:
-                raise GateError(runtime.problem)
+            refusal = runtime.refusal([p if p.is_absolute() else cwd / p
+                                       for p in confinement.read_only])
+            if refusal is not None:
+                raise GateError(refusal)
             ro += runtime.view.shared
             excluded = runtime.view.exclude
             allowed = runtime.allowed

@@ -42,7 +42,8 @@ program of the system (in ``/usr``, ``/opt``, ``/bin``, ...) that the command or
 interpreter and its library from one source package (``perl-base``, ``perl-modules-5.36``
 and ``libperl5.36`` from ``perl``), so when the installed packages of its source hold
 files the base view does not show, it would start and not find its library. That is a
-one-line error naming the fix (a runtime for it, or ``view = "system"``). The essential
+one-line error naming the fix (a runtime for it, or ``view = "system"``), unless the
+bot's ``read_only`` extras show all it lacks (:meth:`CommandView.refusal`). The essential
 packages are left out of that count (``perl-base``, ``dash``, ``bash``, ``coreutils``):
 Debian requires them to work with nothing but their own files, and their programs are
 what native bots' wrappers run (``sh``, ``bash``, ``env``). So a program whose source
@@ -716,9 +717,22 @@ class CommandView:
     problem: str | None = None
     """One line: an interpreter of the chain that no runtime covers and that would not
     find its library (see the module's text)."""
+    lacking: list[Path] = field(default_factory=list)
+    """What of that library the view lacks (folders and files)."""
 
     def describe(self) -> str:
         return " + ".join(self.runtimes)
+
+    def refusal(self, read_only: Sequence[Path] = ()) -> str | None:
+        """:attr:`problem`, unless the bot's ``read_only`` extras show all it lacks (an
+        organiser's or author's own grant, as before there were runtimes)."""
+        if self.problem is None:
+            return None
+        extras = [Path(os.path.realpath(p)) for p in read_only]
+        if self.lacking and all(any(Path(os.path.realpath(p)).is_relative_to(e)
+                                    for e in extras) for p in self.lacking):
+            return None
+        return self.problem
 
 
 def runtime_for(path: Path, runtimes: Sequence[Runtime] | None = None) -> Runtime | None:
@@ -741,6 +755,7 @@ def command_view(program: Path, runtimes: Sequence[Runtime] | None = None) -> Co
     names: list[str] = []
     allowed: list[Path] = []
     problem: str | None = None
+    lacking: list[Path] = []
     for k, path in enumerate(chain(program, runtimes)):
         runtime = runtime_for(path, runtimes)
         if runtime is not None:
@@ -752,7 +767,7 @@ def command_view(program: Path, runtimes: Sequence[Runtime] | None = None) -> Co
         elif k == 0:
             names.append("native")
         if runtime is None and problem is None and _in_system(path):
-            problem = _unplaced(path)
+            problem, lacking = _unplaced(path)
         # the program itself and its symbolic links' targets, wherever they are
         view.shared += [path, path.resolve()]
     # each path with its folders' symbolic links resolved (/bin/sh is /usr/bin/sh where
@@ -760,16 +775,16 @@ def command_view(program: Path, runtimes: Sequence[Runtime] | None = None) -> Co
     view.shared = [p for p in dict.fromkeys(_real_folder(p) for p in view.shared)
                    if os.path.lexists(p)]
     view.exclude = list(dict.fromkeys(view.exclude))
-    return CommandView(view, list(dict.fromkeys(names)), allowed, problem)
+    return CommandView(view, list(dict.fromkeys(names)), allowed, problem, lacking)
 
 
-def _unplaced(path: Path) -> str | None:
+def _unplaced(path: Path) -> tuple[str | None, list[Path]]:
     """The one-line error for a program of the system that no runtime covers, when its
     source package has files the base view does not show (None when it needs nothing
-    more, or dpkg does not know it)."""
+    more, or dpkg does not know it), and those files."""
     needs = _needs(path)
     if needs is None or not needs.beyond:
-        return None
+        return None, []
     shown = str(needs.beyond[0]) + \
         (f" and {len(needs.beyond) - 1} more" if len(needs.beyond) > 1 else "")
     name = path.name
@@ -784,7 +799,7 @@ def _unplaced(path: Path) -> str | None:
     return (f"{name} ({path}, package {needs.package}) is in no runtime, and the sandbox "
             f"lacks its library ({shown}): add a runtime ([[runtimes]] name = \"{name}\", "
             f"packages = [{', '.join(f'{chr(34)}{p}{chr(34)}' for p in suggested)}]) or "
-            f"give the bot view = \"system\" (--view system)")
+            f"give the bot view = \"system\" (--view system)"), list(needs.beyond)
 
 
 def describe_runtime(runtime: Runtime) -> str:

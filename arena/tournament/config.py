@@ -405,7 +405,7 @@ def check_bot_runtimes(where: str, table: str, raw: Any, bots: list[BotEntry],
         program = program_path(command_args(bot.spec.value)[0], folder)
         if program is None:
             continue
-        problem = command_view(program, every).problem
+        problem = command_view(program, every).refusal(conf.read_only)
         if problem is not None:
             raise ConfigError(f"{where}: {table}[{index.get(bot.name, 0)}].spec: bot "
                               f"{one_line(bot.name, 40)}: {problem}")
