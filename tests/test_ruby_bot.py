@@ -251,6 +251,10 @@ def test_a_league_takes_its_folder_as_a_bundle_of_the_ruby_runtime(tmp_path: Pat
     finally:
         league.stop()
     assert wait_clean(league) == []
+    assert league.errors is not None
+    served = [line for line in league.errors.read_text().splitlines()
+              if line.startswith("runtimes a bot.toml may name: ")]
+    assert served and "ruby" in served[0].split(": ", 1)[1].split(", "), served
     status = subprocess.run([sys.executable, "-m", "arena", "league", "status",
                              str(league.file), "--json"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120, check=False,
