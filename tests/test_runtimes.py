@@ -28,8 +28,8 @@ from conftest import REPO
 from arena.league.config import load_league
 from arena.league.manifest import (
     ManifestError,
-    available_runtimes,
     check_runtimes,
+    default_runtimes,
     parse_manifest,
 )
 from arena.model.limits import Confinement
@@ -309,6 +309,7 @@ def test_a_league_file_adds_runtimes_its_bundles_may_name(tmp_path: Path) -> Non
         check_runtimes(["lua"])  # before the file: not known
     config = load_league(path)
     assert config.base.runtimes == (Runtime("lua", ("lua",), (), (lib,), str(path)),)
+    assert default_runtimes() == ("python3", "node", "ruby", "native", "lua")
     assert check_runtimes(["lua", "python3"]) == ("lua", "python3")
     manifest = 'name = "b"\nversion = "1"\nruntime = "lua"\ncommand = "lua bot.lua"\n'
     assert parse_manifest(manifest, ["lua"]).runtime == "lua"
@@ -320,7 +321,7 @@ def test_a_league_file_adds_runtimes_its_bundles_may_name(tmp_path: Path) -> Non
 
 @needs_ruby
 def test_a_bundle_names_the_ruby_runtime() -> None:
-    assert "ruby" in available_runtimes() and "native" in available_runtimes()
+    assert default_runtimes() == ("python3", "node", "ruby", "native")  # java if named
     text = 'name = "b"\nversion = "1"\nruntime = "ruby"\ncommand = "ruby bot.rb"\n'
     assert parse_manifest(text, ["ruby"]).command == "ruby bot.rb"
     with pytest.raises(ManifestError, match="runtime ruby starts with ruby, not 'python3'"):

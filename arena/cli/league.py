@@ -115,7 +115,8 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument("--runtime", action="append", default=[], metavar="NAME",
                        help="a runtime submissions may name in bot.toml (repeatable; "
                             "built in: python3, node, java, ruby, native, and the league "
-                            "file's [[runtimes]]; default: every one installed here)")
+                            "file's [[runtimes]]; default: python3, node, ruby, native and "
+                            "the file's)")
     serve.add_argument("--json", action="store_true",
                        help="print one JSON line once serving: its ports (for scripts)")
 
@@ -420,7 +421,7 @@ def _write_board(store: Store, folder: Path, resamples: int) -> None:
 
 def _serving(config: LeagueConfig, args: argparse.Namespace) -> dict[str, Any]:
     """The settings of ``serve``, checked before anything starts."""
-    from arena.league.manifest import ManifestError, available_runtimes, check_runtimes
+    from arena.league.manifest import ManifestError, check_runtimes, default_runtimes
     from arena.model.league_api import TlsFiles
     from arena.wire.league import address_problem
 
@@ -437,7 +438,7 @@ def _serving(config: LeagueConfig, args: argparse.Namespace) -> dict[str, Any]:
                 raise LeagueUsage(problem)
     if not 0 <= args.check_games <= 100:
         raise LeagueUsage("--check-games must be 0..100 (0: the hand-shake only)")
-    runtimes = tuple(dict.fromkeys(args.runtime)) or available_runtimes()
+    runtimes = tuple(dict.fromkeys(args.runtime)) or default_runtimes()
     try:
         check_runtimes(runtimes)
     except ManifestError as e:
@@ -781,13 +782,13 @@ def _status_data(store: Store, config: LeagueConfig) -> dict[str, Any]:
         runtimes = [str(r) for r in json.loads(served)] if served else None
     except (ValueError, TypeError):
         runtimes = None
-    from arena.league.manifest import available_runtimes
+    from arena.league.manifest import default_runtimes
     from arena.proc.runtimes import describe_runtime, runtime_named
 
-    known = [runtime_named(r) for r in (runtimes or available_runtimes())]
+    known = [runtime_named(r) for r in (runtimes or default_runtimes())]
     return {"league": config.name, "games": games, "sets": len(sets),
-            "runtimes": runtimes or list(available_runtimes()),
-            "runtimes_from": "as served last" if runtimes else "installed here",
+            "runtimes": runtimes or list(default_runtimes()),
+            "runtimes_from": "as served last" if runtimes else "the defaults",
             "runtime_views": [describe_runtime(r) for r in known if r is not None],
             "open_sets": len(unfinished), "run_pid": holder,
             "inbox": len(inbox.pending(config.output)),

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.model.names import HELLO_MAX, NameError_, check_name, shown
-from arena.proc.runtimes import installed, known_runtimes, runtime_named
+from arena.proc.runtimes import known_runtimes, runtime_named
 
 MANIFEST = "bot.toml"
 MANIFEST_MAX_BYTES = 16 << 10
@@ -36,9 +36,10 @@ KEYS = ("name", "version", "runtime", "command")
 NAME_MAX = 40
 """The longest bot name (a tournament file's limit)."""
 
-DEFAULT_RUNTIMES = ("python3", "node", "native")
-"""The runtimes a league service allows unless told otherwise (``arena league serve``
-allows every runtime installed on its machine, :func:`available_runtimes`)."""
+DEFAULT_RUNTIMES = ("python3", "node", "ruby", "native")
+"""The built-in runtimes a league allows unless told otherwise (``arena league serve
+--runtime``); ``java`` only when named. ``serve`` adds the league file's own
+(:func:`default_runtimes`)."""
 
 
 class ManifestError(ValueError):
@@ -70,10 +71,12 @@ def check_runtimes(runtimes: Sequence[str]) -> tuple[str, ...]:
     return tuple(runtimes)
 
 
-def available_runtimes() -> tuple[str, ...]:
-    """The runtimes this machine can run: the built-in ones whose program is installed
-    (``native`` always), then the league file's."""
-    return tuple(name for name, runtime in known_runtimes().items() if installed(runtime))
+def default_runtimes() -> tuple[str, ...]:
+    """What ``arena league serve`` allows by default: :data:`DEFAULT_RUNTIMES`, then the
+    league file's own runtimes (an organiser who adds one means it to be used)."""
+    return tuple(dict.fromkeys((*DEFAULT_RUNTIMES, *(name for name, r in
+                                                     known_runtimes().items()
+                                                     if r.origin != "built in"))))
 
 
 def programs_of(runtime: str) -> tuple[str, ...]:

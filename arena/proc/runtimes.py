@@ -222,13 +222,6 @@ def runtime_named(name: str) -> Runtime | None:
     return known_runtimes().get(name)
 
 
-def installed(runtime: Runtime) -> bool:
-    """Whether a runtime can run here: one of its programs is on the sandbox's PATH
-    (``native``: always)."""
-    return not runtime.programs or any(
-        shutil.which(p, path=_SANDBOX_PATH) is not None for p in runtime.programs)
-
-
 # -- Debian's packages ------------------------------------------------------------------
 
 
