@@ -98,16 +98,36 @@ def test_a_folder_the_packages_own_is_bound_whole_and_a_shared_ones_entries_alon
                             "share/gems/specs/mine-1.spec", "bin/tool"])
     _tree(tmp_path, ["share/gems/specs/theirs-2.spec"])  # another package's file
     base = [str(tmp_path / "bin")]
-    folders, files = runtimes._reduce(ours, base, within=[tmp_path])
+    folders, files, covered = runtimes._reduce(ours, base, within=[tmp_path])
     assert folders == [tmp_path / "lib", tmp_path / "share/gems/mine-1"]
     assert files == [tmp_path / "share/gems/specs/mine-1.spec"]  # not theirs-2.spec
+    assert covered == []
     # the control: a file of no package in lib/lang: lib is no longer the set's alone,
     # and its entries of the set are bound one by one (sub/ still whole)
     (tmp_path / "lib/lang/local.rb").write_text("")
-    folders, files = runtimes._reduce(ours, base, within=[tmp_path])
+    folders, files, _ = runtimes._reduce(ours, base, within=[tmp_path])
     assert tmp_path / "lib" not in folders and tmp_path / "lib/lang/sub" in folders
     assert tmp_path / "lib/lang/a.rb" in files
     assert tmp_path / "lib/lang/local.rb" not in files
+
+
+def test_a_folder_with_a_few_folders_of_other_packages_is_bound_whole_with_them_covered(
+        tmp_path: Path) -> None:
+    """Fewer binds (a bot mounts at most MAX_IMAGES images): the other packages' folders
+    are covered by empty ones, never shown; a file of theirs, or too many folders, and
+    the folder's entries are bound alone again."""
+    ours = _tree(tmp_path, [f"gems/mine-{k}/x.rb" for k in range(3)])
+    _tree(tmp_path, ["gems/theirs/y.rb"])
+    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    assert (folders, files, covered) == ([tmp_path / "gems"], [], [tmp_path / "gems/theirs"])
+    _tree(tmp_path, [f"gems/more-{k}/z.rb" for k in range(runtimes.MAX_COVERED)])
+    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    assert folders == [tmp_path / f"gems/mine-{k}" for k in range(3)] and covered == []
+    shutil.rmtree(tmp_path / "gems")
+    ours = _tree(tmp_path, [f"gems/mine-{k}/x.rb" for k in range(3)])
+    (tmp_path / "gems/theirs.rb").write_text("")  # a file of another package: shown whole
+    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    assert folders == [tmp_path / f"gems/mine-{k}" for k in range(3)] and covered == []
 
 
 @needs_ruby
@@ -130,10 +150,14 @@ def test_rubys_runtime_is_its_debian_packages_reduced() -> None:
     shown = {p.name for p in view.files if p.parent == specs}
     assert any(name.startswith("googleauth-") for name in shown), shown
     # a package outside the set (ruby-grpc-tools, which the sample's stubs come from)
-    # shares that folder: its specification is not shown, nor the folder whole
+    # shares that folder: its specification is not shown, nor the folder whole; its
+    # gem's folder, among the set's, is covered
     assert specs not in view.folders
     theirs = {p.name for p in specs.glob("grpc-tools-*.gemspec")}
     assert not theirs & shown
+    gems = specs.parent / "gems"
+    assert set(gems.glob("grpc-tools-*")) <= set(view.covered), view.covered
+    assert all(any(c.is_relative_to(f) for f in view.folders) for c in view.covered)
 
 
 @needs_ruby
@@ -393,7 +417,11 @@ def _mount_types(pid: int) -> dict[str, str]:
                     and not os.environ.get("ARENA_REQUIRE_VIEW_IMAGES"),
                     reason=f"no view images here: {images.image_mechanism().why_not}")
 def test_a_live_ruby_bot_mounts_its_runtimes_folders_from_images(tmp_path: Path) -> None:
-    async def main() -> dict[str, str]:
+    gems = Path("/usr/share/rubygems-integration/all/gems")
+    covered = [c for c in runtimes.package_view(RUBY_PACKAGES).covered
+               if c.is_relative_to(gems)]
+
+    async def main() -> tuple[dict[str, str], dict[str, list[str]]]:
         proc = BotProcess("ruby", f"ruby {RUBY_BOT}", tmp_path / "ruby.log", cwd=REPO,
                           confinement=Confinement(), idle=False)
         try:
@@ -403,12 +431,21 @@ def test_a_live_ruby_bot_mounts_its_runtimes_folders_from_images(tmp_path: Path)
             while True:  # the deepest process: the bot itself
                 children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
                 if not children:
-                    return _mount_types(pid)
+                    break
                 pid = int(children[0])
+            root = Path(f"/proc/{pid}/root")
+            seen = {str(p): sorted(os.listdir(root / p.relative_to("/")))
+                    for p in [gems, *covered]}
+            return _mount_types(pid), seen
         finally:
             await proc.aclose()
 
-    seen = trio.run(main)
-    assert seen.get("/usr/lib/ruby") == "erofs", seen
-    gems = [m for m in seen if m.startswith("/usr/share/rubygems-integration/all/gems/")]
-    assert gems and all(seen[m] == "erofs" for m in gems), seen
+    types, listed = trio.run(main)
+    assert types.get("/usr/lib/ruby") == "erofs", types
+    assert types.get(str(gems)) == "erofs", types
+    # another package's gem among them (ruby-grpc-tools, where installed): its name
+    # shows, its files do not
+    for folder in covered:
+        assert folder.name in listed[str(gems)] and listed[str(folder)] == [], listed
+        assert os.listdir(folder)  # (on the host it has files)
+    assert any(name.startswith("jwt-") for name in listed[str(gems)]), listed

@@ -28,9 +28,15 @@ to bind:
   already (``/usr/bin``, ``/usr/lib/x86_64-linux-gnu``, ...);
 * a folder whose every entry, on disk, is a file of that package set is bound whole
   (``/usr/lib/ruby``): one bind, one image of its own (:mod:`arena.proc.images`), one
-  walk into the page cache; a folder shared with packages outside the set
-  (``/usr/share/rubygems-integration/all/specifications``) is not: its entries of the
-  set are bound one by one, so nothing of another package shows.
+  walk into the page cache; so is one where the only other entries are a few folders
+  of other packages (at most :data:`MAX_COVERED`: ``ruby-grpc-tools``' gem among the
+  gems of ``/usr/share/rubygems-integration/all/gems``), each covered by an empty
+  folder (its name shows, none of its files; an image holds it empty). A folder shared
+  otherwise (``/usr/share/rubygems-integration/all/specifications``, where another
+  package has a file) is not: its entries of the set are bound one by one, so nothing
+  of another package shows. Fewer folders matter: a bot mounts at most
+  :data:`arena.proc.images.MAX_IMAGES` images, and a folder past them is bound from the
+  host.
 
 dpkg takes a quarter of a second and the walk of the folders up to two: the result is
 kept in the process and in ``~/.cache/trick-arena/runtimes-UID.json``, for as long as
@@ -248,6 +254,8 @@ class PackageView:
     """Folders bound whole: every entry in them is a file of these packages."""
     files: tuple[Path, ...]
     """Files (or folders' links) bound alone, in folders shared with other packages."""
+    covered: tuple[Path, ...] = ()
+    """Folders of other packages inside :attr:`folders`, each covered by an empty one."""
 
     @property
     def shared(self) -> list[Path]:
@@ -358,52 +366,75 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _reduce(listed: set[str], base: Sequence[str],
-            within: Sequence[Path] = SYSTEM_DIRS) -> tuple[list[Path], list[Path]]:
-    """The folders to bind whole and the files to bind alone of the paths ``listed``
+MAX_COVERED = 4
+"""The most folders of other packages a folder may hold and still be bound whole, each
+covered by an empty folder (:func:`_reduce`)."""
+
+
+def _reduce(listed: set[str], base: Sequence[str], within: Sequence[Path] = SYSTEM_DIRS
+            ) -> tuple[list[Path], list[Path], list[Path]]:
+    """The folders to bind whole, the files to bind alone, and the folders of other
+    packages inside those bound whole to cover with empty ones, of the paths ``listed``
     that lie in ``within`` (the machine's installed software; see the module's text)."""
     systems = [str(d) for d in within]
     kept = {p for p in listed if _under(p, systems) and p not in systems
             and not _under(p, LEFT_OUT)}
-    owned: dict[str, bool] = {}
+    holders = {str(parent) for p in kept for parent in Path(p).parents}
+    known: dict[str, list[str] | None] = {}
 
-    def whole(folder: str) -> bool:
-        """Whether every entry under ``folder`` is one of ``kept`` (or left out)."""
-        if folder in owned:
-            return owned[folder]
-        owned[folder] = False  # (a loop of links is no folder of its own)
+    def whole(folder: str) -> list[str] | None:
+        """The folders of other packages to cover if ``folder`` is bound whole: every
+        other entry under it is one of ``kept`` (or left out), and there are at most
+        :data:`MAX_COVERED` of them, none holding a path of ``kept``. None: it cannot be
+        bound whole."""
+        if folder in known:
+            return known[folder]
+        known[folder] = None  # (a loop of links is no folder of its own)
         try:
             entries = os.listdir(folder)
         except OSError:
-            return False
-        result = True
+            return None
+        covered: list[str] = []
         for name in entries:
             child = f"{folder}/{name}"
             if _under(child, LEFT_OUT):
                 continue
-            if child not in kept or (os.path.isdir(child) and not os.path.islink(child)
-                                     and not whole(child)):
-                result = False
-                break
-        owned[folder] = result
-        return result
+            real_folder = os.path.isdir(child) and not os.path.islink(child)
+            if child not in kept:
+                if not real_folder or child in holders:
+                    return None  # another package's file or link: shown if bound whole
+                covered.append(child)
+            elif real_folder:
+                inner = whole(child)
+                if inner is None:
+                    return None
+                covered += inner
+            if len(covered) > MAX_COVERED:
+                return None
+        known[folder] = covered
+        return covered
 
     binds: set[str] = set()
     for path in sorted(kept):
         if _under(path, base) or not os.path.lexists(path):
             continue
         is_folder = os.path.isdir(path) and not os.path.islink(path)
-        if is_folder and not whole(path):
+        if is_folder and whole(path) is None:
             continue  # its entries of the set are bound themselves
         top, parent = path, os.path.dirname(path)
         while parent in kept and parent not in systems and not _under(parent, base) \
-                and whole(parent):
+                and whole(parent) is not None:
             top, parent = parent, os.path.dirname(parent)
         binds.add(top)
     chosen = sorted(b for b in binds if not any(_under(b, [o]) and b != o for o in binds))
-    folders = [Path(b) for b in chosen if os.path.isdir(b) and not os.path.islink(b)]
+    folders = [b for b in chosen if os.path.isdir(b) and not os.path.islink(b)]
     files = [Path(b) for b in chosen if not (os.path.isdir(b) and not os.path.islink(b))]
-    return folders, files
+    covered = sorted({c for f in folders for c in (whole(f) or [])})
+    return [Path(f) for f in folders], files, [Path(c) for c in covered]
+
+
+CACHE_FORMAT = 2
+"""The cache file's format: one of another format is not read."""
 
 
 def _cache_path() -> Path:
@@ -419,8 +450,8 @@ def _cached(kind: str, key: str, work: Callable[[], object]) -> object:
     """``work()``'s result for ``key``, from this process's memory, else from the cache
     file (both valid while dpkg's database and the base view are as they were), else
     worked out and kept in both."""
-    signature: list[object] = [_signature(), [str(p) for p in base_roots()], list(LEFT_OUT),
-                 sorted(INSTALL_ONLY)]
+    signature: list[object] = [CACHE_FORMAT, _signature(), [str(p) for p in base_roots()],
+                               list(LEFT_OUT), sorted(INSTALL_ONLY), MAX_COVERED]
     full = f"{kind}:{key}"
     with _lock:
         if _memory.get("signature") != signature:
@@ -472,15 +503,20 @@ def package_view(packages: Sequence[str]) -> PackageView:
     def work() -> dict[str, list[str]]:
         known, _ = _index()
         followed = _closure(names)
-        folders, files = _reduce(_listed(followed), [str(p) for p in base_roots()])
+        folders, files, covered = _reduce(_listed(followed), [str(p) for p in base_roots()])
         return {"packages": followed, "missing": [p for p in names if p not in known],
-                "folders": [str(p) for p in folders], "files": [str(p) for p in files]}
+                "folders": [str(p) for p in folders], "files": [str(p) for p in files],
+                "covered": [str(p) for p in covered]}
 
     data = _cached("packages", ",".join(names), work)
-    assert isinstance(data, dict)
+    if not isinstance(data, dict) or not all(
+            isinstance(data.get(k), list) for k in ("packages", "missing", "folders",
+                                                     "files", "covered")):
+        data = work()  # (a cache file of this format holds only what work() returns)
     return PackageView(tuple(data["packages"]), tuple(data["missing"]),
                        tuple(Path(p) for p in data["folders"]),
-                       tuple(Path(p) for p in data["files"]))
+                       tuple(Path(p) for p in data["files"]),
+                       tuple(Path(p) for p in data["covered"]))
 
 
 def installed_packages(packages: Sequence[str]) -> list[str]:
@@ -519,7 +555,7 @@ def _needs(program: Path) -> _Needs | None:
         source = packages[owner].source if owner in packages else owner
         siblings = sorted(n for n, p in packages.items()
                           if p.source == source and not p.essential)
-        folders, files = _reduce(_listed(siblings), [str(p) for p in base_roots()])
+        folders, files, _ = _reduce(_listed(siblings), [str(p) for p in base_roots()])
         return [owner, source, siblings, [str(p) for p in (*folders, *files)]]
 
     data = _cached("program", str(program), work)
@@ -627,7 +663,9 @@ def runtime_paths(runtime: Runtime, program: Path) -> RuntimeView:
     view = RuntimeView(list(runtime.paths))
     if runtime.packages:
         if dpkg_available():
-            view.shared += package_view(installed_packages(runtime.packages)).shared
+            packages = package_view(installed_packages(runtime.packages))
+            view.shared += packages.shared
+            view.exclude += packages.covered
         else:
             view.shared += list(runtime.fallback)
     return view
