@@ -2,21 +2,22 @@
 
 - **Start-up**: from :meth:`arena.proc.process.BotProcess.spawn` to the first answered
   ``Bid`` (:func:`benchmarks.isolation.one_start`: spawn, health check, ``Hello``, then
-  a Wizard bid) of ``cmd:ruby sample_bots/ruby/bot.rb``, started plainly: sandboxed with
+  a Wizard bid) of ``cmd:ruby sample_bots/ruby/bot.rb``, started plainly, and of the
+  Python sample (the baseline: its view was there before runtimes): sandboxed with
   the default view (``runtime``: the base view and Ruby's runtime, its Debian packages'
   folders read into the page cache, and mounted from images of their own where that is
   in force), sandboxed with the ``system`` view (all of ``/usr`` and ``/opt``, nothing
   read in), and not sandboxed (``Confinement(sandbox=False)``: cgroups and rlimits
-  kept). The starts rotate between the three, after one untimed start of each (the
-  first builds the images and reads the view in); medians, and the ratio sandboxed /
-  plain measured in the same run.
+  kept). The starts rotate between the three and alternate between the two bots,
+  after one untimed start of each (the first builds the images and reads the view in);
+  medians, and the ratio sandboxed / plain of each bot measured in the same run.
 - **The runtime's view**: :func:`arena.proc.runtimes.package_view` of Ruby's packages
   worked out from dpkg (``dpkg-query -W``, ``dpkg-query -L``, the walk of the folders),
   read back from the cache file (a new arena process), and from the process's memory;
   medians of ``--repeat`` each.
 
 Run alone as ``python -m benchmarks --only runtimes [--repeat N]``; about a minute at the
-default ``--repeat`` (5): ``2 x --repeat`` starts of each kind.
+default ``--repeat`` (5): ``2 x --repeat`` starts of each kind and bot.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ TITLE = ("runtimes: the Ruby sample's start-up sandboxed with its runtime's view
          "system view vs no sandbox; a runtime's view from dpkg, cold and cached")
 
 RUBY_BOT = "cmd:ruby sample_bots/ruby/bot.rb"
+PYTHON_BOT = "cmd:python sample_bots/python/heuristic_bot.py"
+"""The baseline: the Python sample, whose view (the arena's Python) was there before."""
 STARTS_PER_REPEAT = 2
 
 
@@ -56,23 +59,27 @@ def ruby_ready() -> str | None:
     return None if done.returncode == 0 else "ruby-grpc is not installed"
 
 
-async def _startups(starts: int, work: Path) -> list[StartSeries]:
+async def _startups(starts: int, work: Path) -> dict[str, list[StartSeries]]:
+    """Each bot's three series; the bots' starts interleaved, the kinds rotated."""
     view = first_bid_view()
-    spec = BotSpec.parse(RUBY_BOT)
-    kinds = [(StartSeries("sandboxed"), Confinement(sandbox=True)),
-             (StartSeries("plain"), Confinement(sandbox=False)),
-             (StartSeries("system"), Confinement(sandbox=True, view="system"))]
+    bots = {text: [(StartSeries("sandboxed"), Confinement(sandbox=True)),
+                   (StartSeries("plain"), Confinement(sandbox=False)),
+                   (StartSeries("system"), Confinement(sandbox=True, view="system"))]
+            for text in (RUBY_BOT, PYTHON_BOT)}
     n = 0
-    for _, confinement in kinds:  # untimed: images made, the view read in
-        n += 1
-        await one_start(spec, confinement, view, work / "logs", n)
-    for i in range(starts):
-        for series, confinement in kinds[i % 3:] + kinds[:i % 3]:
+    for text, kinds in bots.items():
+        for _, confinement in kinds:  # untimed: images made, the view read in
             n += 1
-            to_hello, to_bid = await one_start(spec, confinement, view, work / "logs", n)
-            series.to_hello.append(to_hello)
-            series.to_bid.append(to_bid)
-    return [series for series, _ in kinds]
+            await one_start(BotSpec.parse(text), confinement, view, work / "logs", n)
+    for i in range(starts):
+        for text, kinds in bots.items():
+            for series, confinement in kinds[i % 3:] + kinds[:i % 3]:
+                n += 1
+                to_hello, to_bid = await one_start(BotSpec.parse(text), confinement, view,
+                                                   work / "logs", n)
+                series.to_hello.append(to_hello)
+                series.to_bid.append(to_bid)
+    return {text: [series for series, _ in kinds] for text, kinds in bots.items()}
 
 
 def _view_costs(repeat: int, work: Path) -> dict[str, list[float]]:
@@ -118,33 +125,39 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
     view = runtimes.package_view(runtimes.installed_packages(
         runtimes.BUILTIN["ruby"].packages))
     print(f"ruby runtime: {len(view.packages)} Debian packages, {len(view.folders)} folders "
-          f"bound whole, {len(view.files)} files alone; worked out (medians of "
+          f"bound whole ({len(view.covered)} covered inside), {len(view.files)} files alone; "
+          f"worked out (medians of "
           f"{settings.repeat}, ms): " + ", ".join(
               f"{kind} {median(values) * 1000:.1f}" for kind, values in costs.items()),
           file=out)
-    print(f"start-up of {RUBY_BOT}: spawn to the first answered Bid; {starts} starts of "
-          f"each, rotated, after one untimed each; medians in ms "
+    print(f"start-up: spawn to the first answered Bid; {starts} starts of each kind and "
+          f"bot, interleaved and rotated, after one untimed each; medians in ms "
           f"({image_mechanism().describe().split(',')[0]})", file=out)
-    print(f"  {'kind':<9}  {'to Hello':>8}  {'to Bid':>6}  [min..max]", file=out)
-    for s in series:
-        print(f"  {s.label:<9}  {median(s.to_hello) * 1000:8.0f}  "
-              f"{median(s.to_bid) * 1000:6.0f}  [{min(s.to_bid) * 1000:.0f}.."
-              f"{max(s.to_bid) * 1000:.0f}]", file=out)
-    boxed, plain, system = series
-    ratio = median(boxed.to_bid) / median(plain.to_bid)
-    print(f"  ratio sandboxed / plain, to Bid: {ratio:.2f} "
-          f"({(median(boxed.to_bid) - median(plain.to_bid)) * 1000:+.0f} ms); runtime view / "
-          f"system view: {median(boxed.to_bid) / median(system.to_bid):.2f}; load average "
-          f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after", file=out)
+    width = max(len(text) for text in series)
+    print(f"  {'bot':<{width}}  {'kind':<9}  {'to Hello':>8}  {'to Bid':>6}  [min..max]",
+          file=out)
+    figures: dict[str, Any] = {}
+    for text, (boxed, plain, system) in series.items():
+        for s in (boxed, plain, system):
+            print(f"  {text:<{width}}  {s.label:<9}  {median(s.to_hello) * 1000:8.0f}  "
+                  f"{median(s.to_bid) * 1000:6.0f}  [{min(s.to_bid) * 1000:.0f}.."
+                  f"{max(s.to_bid) * 1000:.0f}]", file=out)
+        ratio = median(boxed.to_bid) / median(plain.to_bid)
+        versus = median(boxed.to_bid) / median(system.to_bid)
+        print(f"  {text:<{width}}  ratio sandboxed / plain, to Bid: {ratio:.2f} "
+              f"({(median(boxed.to_bid) - median(plain.to_bid)) * 1000:+.0f} ms); runtime "
+              f"view / system view: {versus:.2f}", file=out)
+        figures[text] = {
+            **{s.label: {"to_hello_ms": round(median(s.to_hello) * 1000, 1),
+                         "to_bid_ms": round(median(s.to_bid) * 1000, 1),
+                         "to_bid_ms_runs": [round(x * 1000, 1) for x in s.to_bid]}
+               for s in (boxed, plain, system)},
+            "ratio_sandboxed_to_plain": round(ratio, 3),
+            "ratio_runtime_to_system_view": round(versus, 3)}
+    print(f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after", file=out)
     return {
         "view": {"packages": len(view.packages), "folders": len(view.folders),
-                 "files": len(view.files),
+                 "files": len(view.files), "covered": len(view.covered),
                  **{f"{kind}_ms": round(median(v) * 1000, 2) for kind, v in costs.items()}},
-        "startup": {s.label: {"to_hello_ms": round(median(s.to_hello) * 1000, 1),
-                              "to_bid_ms": round(median(s.to_bid) * 1000, 1),
-                              "to_bid_ms_runs": [round(x * 1000, 1) for x in s.to_bid]}
-                    for s in series},
-        "ratio_sandboxed_to_plain": round(ratio, 3),
-        "ratio_runtime_to_system_view": round(median(boxed.to_bid) / median(system.to_bid), 3),
-        "load_before": round(load_before, 2),
+        "startup": figures, "load_before": round(load_before, 2),
     }
