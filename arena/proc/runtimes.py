@@ -38,9 +38,10 @@ to bind:
   :data:`arena.proc.images.MAX_IMAGES` images, and a folder past them is bound from the
   host.
 
-dpkg takes a quarter of a second and the walk of the folders up to two: the result is
-kept in the process and in ``~/.cache/trick-arena/runtimes-UID.json``, for as long as
-dpkg's database (``/var/lib/dpkg/status``) is unchanged.
+dpkg and the walk of the folders take seconds (Ruby's: 2.6-3.9 s on a loaded two-core
+machine): the result is kept in the process and in
+``~/.cache/trick-arena/runtimes-UID.json`` (read back in a few milliseconds), for as long
+as dpkg's database (``/var/lib/dpkg/status``) is unchanged.
 
 **A command whose interpreter is in no runtime** (:attr:`CommandView.problem`): a
 program of the system (in ``/usr``, ``/opt``, ``/bin``, ...) that the command or a
