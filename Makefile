@@ -46,7 +46,7 @@ java-bot:
 # its folder works wherever it is copied and inside the sandbox (which shows a bot only
 # its own folder). This refreshes the copies; tests/test_sample_bots.py fails when one
 # differs from proto/.
-SAMPLE_PROTOS := sample_bots/node sample_bots/cpp sample_bots/go sample_bots/java
+SAMPLE_PROTOS := sample_bots/node sample_bots/cpp sample_bots/go sample_bots/java sample_bots/ruby
 sample-protos:
 	for sample in $(SAMPLE_PROTOS); do \
 		rm -rf $$sample/proto/arena && mkdir -p $$sample/proto/arena && \

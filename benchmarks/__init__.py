@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "referee": "benchmarks.grpc",
     "tournament": "benchmarks.tournament",
     "isolation": "benchmarks.isolation",
+    "runtimes": "benchmarks.runtimes",
     "bot_ids": "benchmarks.bot_ids",
     "view_images": "benchmarks.view_images",
     "freezer": "benchmarks.freezer",

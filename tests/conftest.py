@@ -95,7 +95,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not image_mechanism().active:
         return
     for args in ([sys.executable, "sample_bots/python/heuristic_bot.py"],
-                 ["node", "sample_bots/node/bot.js"]):
+                 ["node", "sample_bots/node/bot.js"], ["ruby", "sample_bots/ruby/bot.rb"]):
         try:
             roots, exclude, always = warm_roots(args, REPO, Confinement())
             view_images(roots, exclude, always)

@@ -1,4 +1,4 @@
-"""Every sample bot (sample_bots/python, node, cpp, go, java) is a self-contained folder:
+"""Every sample bot (sample_bots/python, node, cpp, go, java, ruby) is a self-contained folder:
 a copy of it placed anywhere builds, runs and passes ``arena check-bot`` in the sandbox,
 which shows a bot only its own folder (and /usr). The samples that read or compile the
 protocol carry their own copy of proto/, which must be proto/ byte for byte (``make
@@ -10,8 +10,9 @@ sample is configured in its copy and its stubs are generated there (where the fo
 paths matter), but its compilation, a minute or more on two cores, is not repeated: the
 binary is the session's build of the same sources (tests/test_cpp_bot.py's command),
 put in the copy's build folder. The Node sample's copy takes its installed
-node_modules along (``npm ci`` would need the registry). A sample whose toolchain is
-missing is skipped, or fails under its ``ARENA_REQUIRE_...`` variable."""
+node_modules along (``npm ci`` would need the registry); the Ruby sample's committed
+stubs go with it. A sample whose toolchain is missing is skipped, or fails under its
+``ARENA_REQUIRE_...`` variable."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from compiled_samples import CPP, GO, JAVA, built_cpp, check_bot
 from conftest import REPO, Sandbox, proto_copy_drift
 
 SAMPLES = REPO / "sample_bots"
-WITH_PROTO = ("node", "cpp", "go", "java")
+WITH_PROTO = ("node", "cpp", "go", "java", "ruby")
 """The samples carrying a copy of proto/ (the Python ones use the SDK's generated code)."""
 
 
@@ -44,7 +45,7 @@ def test_no_sample_reaches_outside_its_folder_for_the_protocol() -> None:
     before the copies)."""
     sources = [p for p in SAMPLES.rglob("*") if p.is_file()
                and not {"build", "node_modules", "proto"} & set(p.relative_to(SAMPLES).parts)
-               and (p.suffix in (".js", ".cc", ".go", ".java", ".py", ".txt")
+               and (p.suffix in (".js", ".cc", ".go", ".java", ".py", ".txt", ".rb")
                     or p.name in ("Makefile", "run"))]
     assert len(sources) >= 10, sources
     reaching = [str(p.relative_to(REPO)) for p in sources
@@ -82,6 +83,13 @@ def _node(copy: Path, request: pytest.FixtureRequest) -> str:
     return "cmd:" + shlex.join(["node", str(copy / "bot.js")])
 
 
+def _ruby(copy: Path, request: pytest.FixtureRequest) -> str:
+    from test_ruby_bot import needs_ruby
+
+    needs_ruby()
+    return "cmd:" + shlex.join(["ruby", str(copy / "bot.rb")])
+
+
 def _cpp(copy: Path, request: pytest.FixtureRequest) -> str:
     binary: Path = request.getfixturevalue("cpp_binary")
     build = copy / "build"
@@ -102,7 +110,8 @@ def _java(copy: Path, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.mark.parametrize(("sample", "setup"), [
-    ("python", _python), ("node", _node), ("cpp", _cpp), ("go", _go), ("java", _java)])
+    ("python", _python), ("node", _node), ("cpp", _cpp), ("go", _go), ("java", _java),
+    ("ruby", _ruby)])
 def test_a_copy_of_its_folder_elsewhere_builds_and_passes_check_bot(
         sample: str, setup: Callable[[Path, pytest.FixtureRequest], str], tmp_path: Path,
         arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,

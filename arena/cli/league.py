@@ -115,7 +115,9 @@ def add_parser(subparsers: Any) -> None:
                        help="check-bot's games of each kind for a submission (default 1)")
     serve.add_argument("--runtime", action="append", default=[], metavar="NAME",
                        help="a runtime submissions may name in bot.toml (repeatable; "
-                            "default: python3, node, native)")
+                            "built in: python3, node, java, ruby, native, and the league "
+                            "file's [[runtimes]]; default: python3, node, ruby, native and "
+                            "the file's)")
     serve.add_argument("--json", action="store_true",
                        help="print one JSON line once serving: its ports (for scripts)")
 
@@ -333,11 +335,21 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
                   f"file; stored in {clean(str(config.output))}", markup=False)
         err.print(f"isolation: {base.isolation}; {base.concurrency} game(s) at once",
                   markup=False)
+        from arena.cli.tournament import runtime_lines
         from arena.proc.ids import id_mechanism
         from arena.proc.images import image_mechanism
 
         err.print(id_mechanism().describe(), markup=False)
         err.print(image_mechanism().describe(), markup=False)
+        for line in runtime_lines(base.bots, base.folder, base.runtimes):
+            err.print(line, markup=False)
+        if serving is not None:
+            err.print(f"runtimes a bot.toml may name: {', '.join(serving['runtimes'])}",
+                      markup=False)
+            try:  # for 'arena league status'
+                store.set_meta({"runtimes": json.dumps(list(serving["runtimes"]))})
+            except StoreError as e:
+                raise LeagueUsage(str(e)) from None
         last = [time.monotonic(), 0]
 
         def event(text: str) -> None:
@@ -418,7 +430,7 @@ def _write_board(store: Store, folder: Path, resamples: int) -> None:
 
 def _serving(config: LeagueConfig, args: argparse.Namespace) -> dict[str, Any]:
     """The settings of ``serve``, checked before anything starts."""
-    from arena.league.manifest import DEFAULT_RUNTIMES, ManifestError, check_runtimes
+    from arena.league.manifest import ManifestError, check_runtimes, default_runtimes
     from arena.model.league_api import TlsFiles
     from arena.wire.league import address_problem
 
@@ -435,7 +447,7 @@ def _serving(config: LeagueConfig, args: argparse.Namespace) -> dict[str, Any]:
                 raise LeagueUsage(problem)
     if not 0 <= args.check_games <= 100:
         raise LeagueUsage("--check-games must be 0..100 (0: the hand-shake only)")
-    runtimes = tuple(args.runtime) or DEFAULT_RUNTIMES
+    runtimes = tuple(dict.fromkeys(args.runtime)) or default_runtimes()
     try:
         check_runtimes(runtimes)
     except ManifestError as e:
@@ -778,6 +790,10 @@ def _status(config: LeagueConfig, args: argparse.Namespace) -> int:
         console.print(f"season {one['season']} ({'closed' if one['closed'] else 'open'}): "
                       f"{one['games']} games, commitment {one['commitment']}, {seed}",
                       markup=False)
+    console.print(f"runtimes ({data['runtimes_from']}): "
+                  f"{', '.join(clean(r) for r in data['runtimes'])}", markup=False)
+    for line in data["runtime_views"]:
+        console.print(f"  {clean(line)}", markup=False)
     for b in data["bots"]:
         rating = "" if b["elo"] is None else f"{b['elo']:7.1f} ± {b['sigma']:5.1f}"
         marks = " ".join(filter(None, [
@@ -822,7 +838,19 @@ def _status_data(store: Store, config: LeagueConfig) -> dict[str, Any]:
               "seed": None if r.seed is None else str(r.seed), "games": r.games,
               "started_at": r.started_at, "closed_at": r.closed_at}
              for r in season_rows(store)]
+    served = store.meta().get("runtimes")
+    try:
+        runtimes = [str(r) for r in json.loads(served)] if served else None
+    except (ValueError, TypeError):
+        runtimes = None
+    from arena.league.manifest import default_runtimes
+    from arena.proc.runtimes import describe_runtime, runtime_named
+
+    known = [runtime_named(r) for r in (runtimes or default_runtimes())]
     return {"league": config.name, "games": games, "sets": len(sets),
+            "runtimes": runtimes or list(default_runtimes()),
+            "runtimes_from": "as served last" if runtimes else "the defaults",
+            "runtime_views": [describe_runtime(r) for r in known if r is not None],
             "open_sets": len(unfinished), "run_pid": holder,
             "inbox": len(inbox.pending(config.output)),
             "season": every[-1] if every else None, "seasons": every,

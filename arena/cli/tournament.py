@@ -27,9 +27,11 @@ from rich.progress import (
 from arena.model.files import MARKER, FolderError, claim_folder
 from arena.model.job import GameOutcome
 from arena.model.names import clean
+from arena.model.spec import command_args
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism, usable_cores
 from arena.proc.reaper import start_cleanup
+from arena.proc.runtimes import Runtime
 from arena.report.board import QuickStandings, build_leaderboard
 from arena.report.format import for_terminal
 from arena.report.text import (
@@ -41,7 +43,7 @@ from arena.report.text import (
     write_leaderboard,
 )
 from arena.tournament.audit import damage_text, file_damage
-from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.tournament.config import BotEntry, ConfigError, TournamentConfig, load_config
 from arena.tournament.lock import LOCK_NAME, LockError, RunLock
 from arena.tournament.runner import RunSummary, TournamentError, prepare, run
 from arena.tournament.schedule import ScheduledGame, game_count
@@ -339,6 +341,8 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
         err.print(image_mechanism().describe(), soft_wrap=True, markup=False)
         err.print("sandbox view: what each bot's runtime needs, read into the page cache "
                   "before it starts (view = \"runtime\")", soft_wrap=True, markup=False)
+    for line in runtime_lines(config.bots, config.folder, config.runtimes):
+        err.print(line, soft_wrap=True, markup=False)
     for bot in external:
         conf = bot.confinement
         if conf.sandbox and conf.view == "system":
@@ -352,6 +356,26 @@ def _print_confinement(config: TournamentConfig, err: Console) -> None:
         if conf.limits != config.limits:
             err.print(f"bot {bot.name}: {conf.limits.describe()}", soft_wrap=True,
                       markup=False)
+
+
+def runtime_lines(bots: Sequence[BotEntry], folder: Path, runtimes: Sequence[Runtime]
+                  ) -> list[str]:
+    """What the start of a run says of runtimes: each of the file's own (what it shows),
+    then each sandboxed ``cmd:`` bot's with the ``runtime`` view (what its command
+    starts, :func:`arena.proc.runtimes.command_view`)."""
+    from arena.proc.gate import program_path
+    from arena.proc.runtimes import command_view, describe_runtime
+
+    lines = [f"runtime {clean(describe_runtime(r))}" for r in runtimes]
+    for bot in bots:
+        conf = bot.confinement
+        if bot.spec.kind != "cmd" or not conf.sandbox or conf.view != "runtime":
+            continue
+        program = program_path(command_args(bot.spec.value)[0], folder)
+        if program is not None:
+            lines.append(f"bot {clean(bot.name)}: runtime "
+                         f"{command_view(program).describe()}")
+    return lines
 
 
 def leaderboard_command(store: Store, folder: Path, fmt: str, resamples: int) -> int:

@@ -8,7 +8,10 @@ time control, the limits, the isolation, the concurrency, the cluster and the ou
 - ``[[house]]``: the house bots (a bot's keys, and an optional fixed ``rating``);
 - ``[[bots]]``: the field the league starts with (optional: ``arena league add`` adds
   bots while it runs);
-- ``seed``: the first season's master seed, for tests (drawn at random when absent).
+- ``seed``: the first season's master seed, for tests (drawn at random when absent);
+- ``[[runtimes]]``: runtimes of the organiser's, as in a tournament file
+  (:func:`arena.tournament.config.parse_runtimes`), which a bundle's ``bot.toml`` may
+  name (``arena league serve --runtime``).
 
 The format is documented in ``docs/league.md``. The league plays through the tournament
 machinery, so the file is also turned into a :class:`TournamentConfig` whose bots are
@@ -26,6 +29,7 @@ from typing import Any
 from arena.model.errors import show
 from arena.model.limits import Limits
 from arena.proc.cgroup import usable_cores
+from arena.proc.runtimes import use_runtimes
 from arena.tournament.config import (
     ENGINES,
     ISOLATIONS,
@@ -39,9 +43,11 @@ from arena.tournament.config import (
     _seed,
     _str,
     _table,
+    check_bot_runtimes,
     folder_bots,
     parse_bots,
     parse_game,
+    parse_runtimes,
     read_toml,
 )
 
@@ -49,7 +55,8 @@ FORMAT = "league"
 """The store's ``format`` of a league (a tournament's is its schedule's)."""
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking"}
+        "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking",
+        "runtimes"}
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _MATCHMAKING = {"top_weight", "new_games", "candidates", "met_weight", "top"}
 MAX_RATING = 10_000.0
@@ -141,10 +148,12 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
         raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
     folder = path.absolute().parent
+    runtimes = parse_runtimes(where, data.get("runtimes"), folder)
     seen: set[str] = set()
     house_raw = data.get("house")
     house_bots, skipped = parse_bots(where, house_raw, limits, folder, table="house",
                                      extra=frozenset({"rating"}), seen=seen, empty=True)
+    check_bot_runtimes(where, "house", house_raw, house_bots, runtimes, folder)
     house: dict[str, float | None] = {}
     by_name = {str(e.get("name")): (i, e) for i, e in enumerate(house_raw or [])
                if isinstance(e, dict)}
@@ -165,6 +174,7 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
     from_folders, left_out = folder_bots(where, data.get("folders", []), folder)
     field_bots, left = parse_bots(where, raw_bots + from_folders, limits, folder, seen=seen,
                                   empty=True)
+    check_bot_runtimes(where, "bots", raw_bots + from_folders, field_bots, runtimes, folder)
     skipped += left_out + left
     mm = _table(where, "matchmaking", data.get("matchmaking", {}))
     _known(where, "matchmaking", mm, _MATCHMAKING)
@@ -192,7 +202,9 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
         output=output or _in(folder, out_text), engine=engine, address=address,
         working_dir=working_dir,
-        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100))
+        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100),
+        runtimes=runtimes)
+    use_runtimes(runtimes)  # its games and its submissions' checks run in this process
     return LeagueConfig(base, house, matchmaking, seed)
 
 

@@ -7,11 +7,14 @@
     runtime = "python3"          # one of the runtimes the league allows
     command = "python3 bot.py"   # run in the bundle's folder, in the sandbox
 
-The runtime says what the command's program is: ``python3`` (the arena's own Python,
-with grpcio, protobuf and the SDK), ``node`` (the system's Node.js), ``native`` (a
-program of the bundle: the first word is a path inside it, e.g. ``./bot`` or
-``bin/run``). The command's first word must agree with the runtime. Errors are
-:class:`ManifestError`, one line naming the key. ``docs/submit.md`` is the authors' page.
+The runtime says what the command's program is, and what of the machine the sandbox
+shows for it (:mod:`arena.proc.runtimes`): ``python3`` (the arena's own Python, with
+grpcio, protobuf and the SDK), ``node`` (the system's Node.js), ``java``, ``ruby``
+(Debian's Ruby with its gRPC and protobuf gems), a runtime the league file adds
+(``[[runtimes]]``), or ``native`` (a program of the bundle: the first word is a path
+inside it, e.g. ``./bot`` or ``bin/run``). The command's first word must be one of the
+runtime's programs. Errors are :class:`ManifestError`, one line naming the key.
+``docs/submit.md`` is the authors' page.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.model.names import HELLO_MAX, NameError_, check_name, shown
+from arena.proc.runtimes import known_runtimes, runtime_named
 
 MANIFEST = "bot.toml"
 MANIFEST_MAX_BYTES = 16 << 10
@@ -32,15 +36,10 @@ KEYS = ("name", "version", "runtime", "command")
 NAME_MAX = 40
 """The longest bot name (a tournament file's limit)."""
 
-RUNTIMES: dict[str, tuple[str, ...]] = {
-    "python3": ("python3", "python"),
-    "node": ("node", "nodejs"),
-    "native": (),
-}
-"""Every runtime the arena knows, with the first words its command may start with
-(``native``: a path inside the bundle instead)."""
-
-DEFAULT_RUNTIMES = ("python3", "node", "native")
+DEFAULT_RUNTIMES = ("python3", "node", "ruby", "native")
+"""The built-in runtimes a league allows unless told otherwise (``arena league serve
+--runtime``); ``java`` only when named. ``serve`` adds the league file's own
+(:func:`default_runtimes`)."""
 
 
 class ManifestError(ValueError):
@@ -61,11 +60,29 @@ class Manifest:
 
 
 def check_runtimes(runtimes: Sequence[str]) -> tuple[str, ...]:
-    """The league's allowed runtimes, checked (ValueError naming an unknown one)."""
+    """The league's allowed runtimes, checked: :class:`ManifestError` naming one that is
+    neither built in nor the league file's."""
+    known = known_runtimes()
     for runtime in runtimes:
-        if runtime not in RUNTIMES:
-            raise ValueError(f"unknown runtime {runtime!r}; known: {', '.join(RUNTIMES)}")
+        if runtime not in known:
+            raise ManifestError(f"unknown runtime {shown(runtime)}; known: "
+                                f"{', '.join(known)} (a league file adds more: "
+                                f"[[runtimes]])")
     return tuple(runtimes)
+
+
+def default_runtimes() -> tuple[str, ...]:
+    """What ``arena league serve`` allows by default: :data:`DEFAULT_RUNTIMES`, then the
+    league file's own runtimes (an organiser who adds one means it to be used)."""
+    return tuple(dict.fromkeys((*DEFAULT_RUNTIMES, *(name for name, r in
+                                                     known_runtimes().items()
+                                                     if r.origin != "built in"))))
+
+
+def programs_of(runtime: str) -> tuple[str, ...]:
+    """The first words a command of ``runtime`` may start with."""
+    found = runtime_named(runtime)
+    return () if found is None else found.programs
 
 
 def parse_manifest(text: str, runtimes: Sequence[str] = DEFAULT_RUNTIMES) -> Manifest:
@@ -113,9 +130,11 @@ def parse_manifest(text: str, runtimes: Sequence[str] = DEFAULT_RUNTIMES) -> Man
             raise ManifestError(f"{MANIFEST}: a native command starts with a program of the "
                                 f"bundle, as a relative path (./bot, bin/run), not "
                                 f"{shown(first)}")
-    elif first not in RUNTIMES[runtime]:
+    elif not programs_of(runtime):
+        raise ManifestError(f"{MANIFEST}: runtime {runtime} is not known to this arena")
+    elif first not in programs_of(runtime):
         raise ManifestError(f"{MANIFEST}: the command of runtime {runtime} starts with "
-                            f"{' or '.join(RUNTIMES[runtime])}, not {shown(first)}")
+                            f"{' or '.join(programs_of(runtime))}, not {shown(first)}")
     for word in words[1:]:
         if word.startswith("/") or ".." in posixpath.normpath(word).split("/"):
             raise ManifestError(f"{MANIFEST}: command argument {shown(word)} leaves the "

@@ -19,10 +19,17 @@ from arena.model.errors import SandboxError
 from arena.model.limits import Confinement, Limits
 from arena.proc import ids, procfs
 from arena.proc.cgroup import Cgroup, Mechanism
-from arena.proc.gate import SYSTEM_DIRS, check_view, own_folders, program_path, program_roots
+from arena.proc.gate import (
+    SYSTEM_DIRS,
+    GateError,
+    check_view,
+    own_folders,
+    program_path,
+    program_roots,
+)
 from arena.proc.images import MAX_IMAGES, image_for, image_mechanism, mount_script, place
+from arena.proc.runtimes import command_view
 from arena.proc.seccomp import sealed_memfd
-from arena.proc.view import runtime_view
 
 BWRAP_PACKAGE = "bubblewrap"
 
@@ -110,27 +117,36 @@ def _existing(paths: list[Path]) -> list[Path]:
 def view_paths(args: list[str], cwd: Path, confinement: Confinement
                ) -> tuple[list[Path], list[Path], list[Path]]:
     """What a sandboxed bot's view binds read-only (some may not exist), its own folders
-    among them, and the paths inside them left out (besides the hidden ones). Every path
-    goes through the gate (:mod:`arena.proc.gate`): :class:`~arena.proc.gate.GateError`
-    (one line) for a command that reaches beyond what the bot may show."""
+    among them, and the paths inside them left out (besides the hidden ones). The
+    ``runtime`` view shows the runtime of each program of the command's chain
+    (:func:`arena.proc.runtimes.command_view`). Every path goes through the gate
+    (:mod:`arena.proc.gate`), which admits a runtime's own paths besides the system's:
+    :class:`~arena.proc.gate.GateError` (one line) for a command that reaches beyond what
+    the bot may show, or whose interpreter is in no runtime."""
     ro: list[Path] = [Path("/etc") / name for name in _ETC_FILES]
     excluded: list[Path] = []
+    allowed: list[Path] = []
     if confinement.view == "system":
         ro += [Path(d) for d in _SYSTEM_DIRS]
         ro += program_roots(args[0], cwd)
     else:
         program = program_path(args[0], cwd)
         if program is not None:
-            runtime = runtime_view(program)
-            ro += runtime.shared
-            excluded = runtime.exclude
+            runtime = command_view(program)
+            refusal = runtime.refusal([p if p.is_absolute() else cwd / p
+                                       for p in confinement.read_only])
+            if refusal is not None:
+                raise GateError(refusal)
+            ro += runtime.view.shared
+            excluded = runtime.view.exclude
+            allowed = runtime.allowed
         prefixes = {Path(sys.prefix), Path(sys.base_prefix)}
         ro += [r for r in program_roots(args[0], cwd) if r not in prefixes and
                not any(r.is_relative_to(d) for d in _SYSTEM_DIRS)]
     own = own_folders(list(args[1:]), cwd, confinement.within)
     ro += own
     ro += [p if p.is_absolute() else cwd / p for p in confinement.read_only]
-    check_view(ro, confinement.within)
+    check_view(ro, confinement.within, allowed)
     return ro, own, excluded
 
 

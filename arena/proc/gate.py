@@ -18,10 +18,11 @@ A bot **confined to a folder** (``Confinement.within``: a league's bundle, as th
 runs it and checks it) may show nothing outside that folder but the machine's shared
 runtime: its own folders, its program and each interpreter of its ``#!`` chain, and its
 extra read-only paths must lie inside the folder, or be part of the system
-(:data:`SYSTEM`) or the arena's own Python (:func:`shared_roots`). Anything else is
-refused (:func:`check_view`). Such a bot's folder is never copied for it
-(:func:`arena.proc.ids.staging`): a bundle is readable by every user when it is
-unpacked, so a copy could only mean a folder that is not the bundle.
+(:data:`SYSTEM`), the arena's own Python or the paths the organiser gave the runtimes
+of its command (:func:`shared_roots`). Anything else is refused (:func:`check_view`).
+Such a bot's folder is never copied for it (:func:`arena.proc.ids.staging`): a bundle
+is readable by every user when it is unpacked, so a copy could only mean a folder that
+is not the bundle.
 
 The league's output folder, its store, its authors' file and its TLS key lie outside
 every bundle (``bots/<sha256>/`` holds only what the archive held, and its links were
@@ -55,11 +56,15 @@ class GateError(SandboxError):
     argument or path."""
 
 
-def shared_roots() -> tuple[Path, ...]:
+def shared_roots(runtime: Sequence[Path] = ()) -> tuple[Path, ...]:
     """What any bot's view may show besides its own folder: the system, the arena's own
-    Python (its prefixes: grpcio, protobuf) and the SDK's source."""
+    Python (its prefixes: grpcio, protobuf) and the SDK's source; and ``runtime``, the
+    paths an organiser gave the runtimes of the bot's command (the league file's
+    ``[[runtimes]]``, :mod:`arena.proc.runtimes`: never a path of the bundle's
+    choosing)."""
     return (*SYSTEM, Path(os.path.realpath(sys.prefix)),
-            Path(os.path.realpath(sys.base_prefix)), ARENA_SOURCE)
+            Path(os.path.realpath(sys.base_prefix)), ARENA_SOURCE,
+            *(Path(os.path.realpath(p)) for p in runtime))
 
 
 def program_path(argv0: str, cwd: Path) -> Path | None:
@@ -122,13 +127,14 @@ def program_roots(argv0: str, cwd: Path) -> list[Path]:
     return roots
 
 
-def check_view(paths: Iterable[Path], within: Path | None) -> None:
+def check_view(paths: Iterable[Path], within: Path | None,
+               runtime: Sequence[Path] = ()) -> None:
     """For a bot confined to ``within``: :class:`GateError` naming the first of ``paths``
     (what its view would show) that lies neither inside ``within`` nor in
-    :func:`shared_roots`. Nothing for a bot that is not confined."""
+    :func:`shared_roots` (with ``runtime``). Nothing for a bot that is not confined."""
     if within is None:
         return
-    allowed = (_real(within), *shared_roots())
+    allowed = (_real(within), *shared_roots(runtime))
     for path in paths:
         if not os.path.lexists(path):
             continue

@@ -11,13 +11,14 @@ the default view (``runtime``) every shared file a bot can see has been read int
 cache by the arena before the bot starts, and reading it sets nothing:
 
 * the view is what the bot's runtime needs, not all of ``/usr`` and ``/opt`` (15 GB on a
-  developer's machine): the programs and libraries (``/usr/bin``, ``/usr/sbin``,
-  ``/usr/local/bin``, the machine's library folder such as ``/usr/lib/x86_64-linux-gnu``
-  and those ``/etc/ld.so.conf`` names),
-  the time zones and the C.UTF-8 locale, and the home of each runtime named by the
-  command or its ``#!`` line: Python (its standard library and the packages on its
+  developer's machine): the base view (the programs and libraries: ``/usr/bin``,
+  ``/usr/sbin``, ``/usr/local/bin``, the machine's library folder such as
+  ``/usr/lib/x86_64-linux-gnu`` and those ``/etc/ld.so.conf`` names, the time zones and
+  the C.UTF-8 locale), and the view of each runtime of the command or its ``#!`` chain
+  (:mod:`arena.proc.runtimes`): Python (its standard library and the packages on its
   path, the arena's own SDK), Java (the JDK's folder and ``/usr/share/java``), Node.js
-  (``/usr/share/nodejs``, the global ``node_modules``); plus the bot's ``read_only``
+  (``/usr/share/nodejs``, the global ``node_modules``), Ruby and an organiser's runtimes
+  (the files of their Debian packages, their paths); plus the bot's ``read_only``
   extras and its own folder;
 * :func:`warm` reads every file of the shared part (not the bot's own folder, which no
   other bot sees) into the cache, once per arena process and again when it finds pages
@@ -33,13 +34,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import glob
 import json
 import os
-import re
-import shutil
-import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -47,16 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.model.limits import VIEWS
+from arena.proc.runtimes import RuntimeView, command_view
 
 __all__ = ["VIEWS", "RuntimeView", "Warmed", "runtime_view", "warm"]
 
 SYSTEM_DIRS = ("/usr", "/opt")
 """The ``system`` view's folders."""
-
-_BASE = ("/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/lib64", "/usr/share/zoneinfo",
-         "/usr/lib/locale/C.utf8", "/usr/lib/locale/C.UTF-8", "/usr/share/java",
-         "/usr/share/nodejs")
-"""The ``runtime`` view's folders for every bot (with the library folder, :func:`_libdirs`)."""
 
 WARM_CAP_BYTES = 6 << 30
 """The most of one bot's view that :func:`warm` reads into the page cache (6 GiB): the
@@ -67,196 +59,13 @@ REWARM_S = 300.0
 noted in ``~/.cache/trick-arena/``) is walked again, and a page the machine's own memory
 pressure evicted since is read in again, at the next bot start that needs it."""
 
-_MAX_SHEBANG = 4
-"""``#!`` lines followed from the command to its interpreter."""
-
-
-def _libdirs() -> list[str]:
-    """The machine's library folders: the multiarch one (``/usr/lib/x86_64-linux-gnu``),
-    and those the dynamic loader is told to search (``/etc/ld.so.conf``, e.g.
-    ``/usr/local/lib``)."""
-    arch = sysconfig.get_config_var("MULTIARCH")
-    found = [f"/usr/lib/{arch}"] if isinstance(arch, str) and arch else []
-    try:
-        found += sorted(f"/usr/lib/{n}" for n in os.listdir("/usr/lib")
-                        if n.endswith(("-linux-gnu", "-linux-gnueabihf", "-linux-musl")))
-    except OSError:
-        pass
-    found += _ld_so_conf("/etc/ld.so.conf", 0)
-    return [d for d in dict.fromkeys(found) if os.path.isdir(d)]
-
-
-def _ld_so_conf(path: str, depth: int) -> list[str]:
-    """The folders an ``ld.so.conf`` names, with its ``include`` files (two levels)."""
-    try:
-        with open(path, errors="replace") as f:
-            lines = f.read(1 << 16).splitlines()
-    except OSError:
-        return []
-    out: list[str] = []
-    for line in lines:
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if words[0] == "include" and depth < 2:
-            for pattern in words[1:]:
-                for name in sorted(glob.glob(pattern if os.path.isabs(pattern) else
-                                             os.path.join(os.path.dirname(path), pattern))):
-                    out += _ld_so_conf(name, depth + 1)
-        elif os.path.isabs(words[0]):
-            out.append(os.path.normpath(words[0]))
-    return out
-
-
-@dataclass
-class RuntimeView:
-    """The ``runtime`` view of one command: ``shared`` folders and files (seen by other
-    bots too: warmed), and ``exclude``, paths inside them left out of the view."""
-
-    shared: list[Path] = field(default_factory=list)
-    exclude: list[Path] = field(default_factory=list)
-
-
-def _chain(program: Path) -> list[Path]:
-    """The program and the interpreters of its ``#!`` lines (``env NAME`` resolved on the
-    sandbox's PATH)."""
-    chain = [program]
-    for _ in range(_MAX_SHEBANG):
-        try:
-            with open(chain[-1], "rb") as f:
-                head = f.read(256)
-        except OSError:
-            break
-        if not head.startswith(b"#!"):
-            break
-        if len(chain) == 1:
-            chain += _named_runtimes(chain[0])
-        words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
-        if not words:
-            break
-        interpreter = words[0]
-        if os.path.basename(interpreter) == "env":
-            names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-            found = shutil.which(names[0], path="/usr/local/bin:/usr/bin:/bin") \
-                if names else None
-            if found is None:
-                chain.append(Path(interpreter))
-                break
-            chain += [Path(interpreter), Path(found)]
-        else:
-            chain.append(Path(interpreter))
-    return chain
-
-
-_PYTHON = re.compile(r"python\d*(\.\d+)?")
-_RUNTIME_WORD = re.compile(rb"(?<![\w./-])(python3(?:\.\d+)?|java|node|nodejs)(?![\w.-])")
-
-
-def _named_runtimes(script: Path) -> list[Path]:
-    """The runtimes a script names as commands (``exec java -jar ...``), found on the
-    sandbox's PATH: their homes join the view."""
-    try:
-        with open(script, "rb") as f:
-            text = f.read(1 << 16)
-    except OSError:
-        return []
-    found = []
-    for name in dict.fromkeys(m.group(1).decode() for m in _RUNTIME_WORD.finditer(text)):
-        where = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
-        if where is not None:
-            found.append(Path(where))
-    return found
-
-
-def _is_own_python(path: Path) -> bool:
-    return path == Path(sys.executable) or path.resolve() == Path(sys.executable).resolve()
-
-
-def _python(path: Path) -> RuntimeView:
-    """A Python interpreter's home: the standard library and the packages on its path."""
-    view = RuntimeView()
-    if _is_own_python(path):
-        view.shared.append(path.resolve())
-        if sys.prefix != sys.base_prefix:
-            view.shared.append(Path(sys.prefix))  # the venv (pyvenv.cfg, its packages)
-        on_path = [Path(os.path.abspath(p)) for p in sys.path if p and os.path.isdir(p)]
-        source = Path(__file__).resolve().parents[2]  # an editable install's checkout
-        prefixes = [Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
-        for entry in on_path:
-            if entry == source:
-                # the arena's own source folder (an editable install): its package only,
-                # not the checkout (tests, outputs)
-                view.shared.append(entry / "arena")
-            elif any(entry.is_relative_to(p) for p in prefixes):
-                view.shared.append(entry)
-            # (not the arena's working folder, nor what PYTHONPATH adds: a bot's own
-            # packages are in its own folder or its read_only extras)
-        stdlib = Path(sysconfig.get_paths()["stdlib"])
-        view.shared.append(stdlib)
-        for name in ("site-packages", "dist-packages"):
-            if stdlib / name not in on_path:
-                view.exclude.append(stdlib / name)
-        view.exclude.append(stdlib / "test")
-        libdir, library = sysconfig.get_config_var("LIBDIR"), \
-            sysconfig.get_config_var("INSTSONAME")
-        if isinstance(libdir, str) and isinstance(library, str) and library:
-            view.shared.append(Path(libdir) / library)
-        return view
-    # another interpreter: the system's Python folders, and its venv
-    for root in ("/usr/lib", "/usr/local/lib"):
-        try:
-            names = os.listdir(root)
-        except OSError:
-            continue
-        view.shared += [Path(root) / n for n in names if n.startswith("python3")]
-    venv = path.parent.parent
-    if (venv / "pyvenv.cfg").is_file():
-        view.shared.append(venv)
-    view.shared.append(path.resolve())
-    return view
-
-
-def _java(resolved: Path) -> RuntimeView:
-    home = resolved.parents[1] if len(resolved.parents) > 1 else resolved.parent
-    view = RuntimeView()
-    if (home / "lib" / "modules").exists() or (home / "release").exists():
-        view.shared.append(home)
-    view.shared.append(Path("/usr/share/java"))
-    return view
-
-
-def _node() -> RuntimeView:
-    return RuntimeView([Path("/usr/share/nodejs"), Path("/usr/lib/node_modules"),
-                        Path("/usr/local/lib/node_modules")])
-
-
-def _real_folder(path: Path) -> Path:
-    path = Path(os.path.abspath(path))
-    return Path(os.path.realpath(path.parent)) / path.name
-
 
 def runtime_view(program: Path) -> RuntimeView:
     """The ``runtime`` view's shared part for a command whose program is ``program``
-    (absolute): the base folders, and each runtime of its ``#!`` chain."""
-    view = RuntimeView([Path(p) for p in (*_BASE, *_libdirs())])
-    for path in _chain(program):
-        resolved = path.resolve()
-        name = resolved.name
-        for part in ((_python(path) if _PYTHON.fullmatch(path.name) or
-                      _PYTHON.fullmatch(name) else None),
-                     _java(resolved) if name == "java" else None,
-                     _node() if name in ("node", "nodejs") else None):
-            if part is not None:
-                view.shared += part.shared
-                view.exclude += part.exclude
-        # the program itself and its symbolic links' targets, wherever they are
-        view.shared += [path, resolved]
-    # each path with its folders' symbolic links resolved (/bin/sh is /usr/bin/sh where
-    # /bin links to usr/bin): the view makes the same links
-    view.shared = [p for p in dict.fromkeys(_real_folder(p) for p in view.shared)
-                   if os.path.lexists(p)]
-    view.exclude = list(dict.fromkeys(view.exclude))
-    return view
+    (absolute): the base folders, and the view of each runtime of its ``#!`` chain
+    (:func:`arena.proc.runtimes.command_view`, which also names the runtimes and what no
+    runtime covers)."""
+    return command_view(program).view
 
 
 # -- the page cache ---------------------------------------------------------------------

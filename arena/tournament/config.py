@@ -21,7 +21,15 @@ from arena.model.limits import LIMIT_KEYS, VIEWS, Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
 from arena.proc.cgroup import usable_cores
-from arena.proc.gate import GateError, own_folders
+from arena.proc.gate import GateError, own_folders, program_path
+from arena.proc.runtimes import (
+    BUILTIN,
+    Runtime,
+    command_view,
+    dpkg_available,
+    installed_packages,
+    use_runtimes,
+)
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
 from arena.tournament.schedule import FORMATS, game_count
@@ -101,6 +109,9 @@ class TournamentConfig:
     working_dir: Path | None = None
     """A folder Ray copies to every node (``runtime_env`` ``working_dir``); bot commands
     are then relative to it there. None: bot paths must exist on every node."""
+    runtimes: tuple[Runtime, ...] = ()
+    """The file's own runtimes (``[[runtimes]]``, :func:`parse_runtimes`), besides the
+    built-in ones."""
 
     @property
     def folder(self) -> Path:
@@ -120,7 +131,7 @@ class TournamentConfig:
 
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "schedule", "bots", "folders", "isolation", "limits", "cluster"}
+        "schedule", "bots", "folders", "isolation", "limits", "cluster", "runtimes"}
 ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
@@ -229,6 +240,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
                           f"{', '.join(ISOLATIONS)}")
     folder = Path(os.path.abspath(path)).parent
+    runtimes = parse_runtimes(where, data.get("runtimes"), folder, engine)
     raw_bots = data.get("bots", [])
     if not isinstance(raw_bots, list):
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
@@ -238,6 +250,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         raise ConfigError(f"{where}: folders: no bot: every folder was left out; the first: "
                           f"{left_out[0][1]}")
     bots, skipped = _bots(where, raw_bots + from_folders, limits, folder)
+    check_bot_runtimes(where, "bots", raw_bots + from_folders, bots, runtimes, folder)
     skipped = left_out + skipped
     names = [b.name for b in bots]
     if len(bots) < seats:
@@ -288,7 +301,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
     if "\0" in out_text and (output is None or "output" in data):
         raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
     out = output or _in(folder, out_text)
-    return TournamentConfig(
+    config = TournamentConfig(
         path=path, text=text, name=name, game=game, seats=seats, options=options,
         bots=tuple(bots), skipped=tuple(skipped),
         move_ms=_int(where, "time.move_ms", time_table.get("move_ms", 1000), 1, 3_600_000),
@@ -301,7 +314,117 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
         output=out, engine=engine, address=address, working_dir=working_dir,
-        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100))
+        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100),
+        runtimes=runtimes)
+    use_runtimes(runtimes)  # the bots of this file start in this process
+    return config
+
+
+# -- runtimes ---------------------------------------------------------------------------
+
+
+_RUNTIME = {"name", "programs", "packages", "paths"}
+_RUNTIME_NAME = re.compile(r"[a-z][a-z0-9._+-]{0,31}")
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,63}")
+
+
+def parse_runtimes(where: str, raw: Any, folder: Path, engine: str = "local"
+                   ) -> tuple[Runtime, ...]:
+    """A file's ``[[runtimes]]``: each a ``name``, the ``programs`` it covers (default:
+    the name), and what it shows: Debian ``packages`` (installed here) and/or ``paths``
+    (relative ones from the file's folder); :class:`ConfigError` (one line naming the
+    key) for a name or program the arena's built-in runtimes or another entry have."""
+    if raw is None or raw == []:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        raise ConfigError(f"{where}: runtimes: expected a list of [[runtimes]] tables, each "
+                          f"with name and packages or paths")
+    if engine != "local":
+        raise ConfigError(f"{where}: runtimes: a Ray cluster's workers do not know the "
+                          f"file's runtimes yet; play it on this machine (cluster.engine = "
+                          f"\"local\")")
+    out: list[Runtime] = []
+    claimed = {p: r.name for r in BUILTIN.values() for p in r.programs}
+    for i, entry in enumerate(raw):
+        key = f"runtimes[{i}]"
+        _known(where, key, entry, _RUNTIME)
+        name = _str(where, f"{key}.name", entry.get("name"))
+        if not _RUNTIME_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: {key}.name: {show(name)}; a runtime's name is 1-32 "
+                              f"lower-case letters, digits and . _ + -, starting with a "
+                              f"letter")
+        if name in BUILTIN:
+            raise ConfigError(f"{where}: {key}.name: {name} is a built-in runtime "
+                              f"({', '.join(BUILTIN)}); choose another name")
+        if any(r.name == name for r in out):
+            raise ConfigError(f"{where}: {key}.name: runtime {name} is defined twice")
+        programs = _words(where, f"{key}.programs", entry.get("programs", [name]),
+                          _PROGRAM_NAME, "program names (perl, lua5.4), not paths")
+        if not programs:
+            raise ConfigError(f"{where}: {key}.programs: expected at least one program")
+        for program in programs:
+            owner = claimed.get(program) or next(
+                (r.name for r in (*BUILTIN.values(), *out) if r.covers(program)), None)
+            if owner is not None:
+                raise ConfigError(f"{where}: {key}.programs: {program} is covered by "
+                                  f"runtime {owner} already")
+            claimed[program] = name
+        packages = _words(where, f"{key}.packages", entry.get("packages", []),
+                          re.compile(r"[a-z0-9][a-z0-9.+-]{0,99}"), "Debian package names")
+        if packages:
+            if not dpkg_available():
+                raise ConfigError(f"{where}: {key}.packages: this machine has no dpkg "
+                                  f"(Debian's package manager); give the runtime's paths")
+            missing = [p for p in packages if p not in installed_packages(packages)]
+            if missing:
+                raise ConfigError(f"{where}: {key}.packages: {missing[0]} is not installed "
+                                  f"here (apt-get install {' '.join(missing)})")
+        texts = _words(where, f"{key}.paths", entry.get("paths", []), None, "paths")
+        paths: list[Path] = []
+        for text in texts:
+            if "\0" in text:
+                raise ConfigError(f"{where}: {key}.paths: {show(text)} holds a NUL character")
+            path = _in(folder, text)
+            if not _exists(path):
+                raise ConfigError(f"{where}: {key}.paths: {show(text)} does not exist "
+                                  f"(relative paths are taken from the file's folder)")
+            paths.append(path)
+        if not packages and not paths:
+            raise ConfigError(f"{where}: {key}: give packages or paths: what runtime {name} "
+                              f"shows in the sandbox")
+        out.append(Runtime(name, tuple(programs), tuple(packages), tuple(paths),
+                           origin=where))
+    return tuple(out)
+
+
+def _words(where: str, key: str, value: Any, pattern: re.Pattern[str] | None,
+           what: str) -> list[str]:
+    if not isinstance(value, list) or not all(
+            isinstance(v, str) and v and (pattern is None or pattern.fullmatch(v))
+            for v in value):
+        raise ConfigError(f"{where}: {key}: expected a list of {what}, got {show(value)}")
+    return list(dict.fromkeys(value))
+
+
+def check_bot_runtimes(where: str, table: str, raw: Any, bots: list[BotEntry],
+                       runtimes: tuple[Runtime, ...], folder: Path) -> None:
+    """Each sandboxed ``cmd:`` bot with the ``runtime`` view: its interpreter must be in a
+    runtime, the built-in ones or the file's (:class:`ConfigError` naming the bot and
+    the fix, as the spawn would, :func:`arena.proc.runtimes.command_view`)."""
+    index = {e.get("name"): i for i, e in enumerate(raw)
+             if isinstance(e, dict)} if isinstance(raw, list) else {}
+    every = (*BUILTIN.values(), *runtimes)
+    for bot in bots:
+        conf = bot.confinement
+        if bot.spec.kind != "cmd" or not conf.sandbox or conf.view != "runtime":
+            continue
+        program = program_path(command_args(bot.spec.value)[0], bot.cwd or folder)
+        if program is None:
+            continue
+        problem = command_view(program, every).refusal(conf.read_only)
+        if problem is not None:
+            raise ConfigError(f"{where}: {table}[{index.get(bot.name, 0)}].spec: bot "
+                              f"{one_line(bot.name, 40)}: {problem}")
 
 
 def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:
