@@ -71,7 +71,7 @@ KEEP_UNUSED_S = 86400.0
 each use) is removed when the next image is made: a bot's folder that is gone (a test's
 temporary folder, a retired entry's) leaves no image behind for long."""
 
-CACHE_MB = 4096
+CACHE_MB = 8192
 """The most disk the images may take in all, in MiB (``ARENA_VIEW_IMAGE_CACHE_MB`` sets
 another, beside ``ARENA_VIEW_IMAGE_DIR``): when an image made takes them past it, the
 images unused the longest go first (never one in use: used by this process within
