@@ -144,8 +144,8 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     game_id, table_id = wire_ids or (secrets.token_hex(8), secrets.token_hex(8))
     rounds_done = 0
 
-    def fault(seat: int, view: View, kind: str, detail: str, action: int | None) -> None:
-        fault_counts[seat] += 1
+    def fault(seat: int, view: View, kind: str, detail: str, action: int | None,
+              excused_by: Sequence[str] = ()) -> None:
         entry: dict[str, Any] = {
             "seat": seat, "round": view.round,
             "trick": len(view.tricks) + 1 if view.decision is Decision.PLAY else None,
@@ -153,10 +153,31 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
             "action": "none" if action is None else describe_action(view.decision, action),
         }
         faults.append(entry)
+        if excused_by:  # another bot's doing: recorded, not counted towards a forfeit
+            entry["excused_by"] = list(excused_by)
+            return
+        fault_counts[seat] += 1
         if fault_counts[seat] >= clock.max_faults and not forfeit_reasons[seat]:
             forfeit_reasons[seat] = (f"{fault_counts[seat]} faults (the limit is "
                                      f"{clock.max_faults}); the last: {kind}: {detail}")
             entry["forfeited"] = True
+
+    def ran_while_stopped(view: View) -> list[str]:
+        """After a call of seat ``view.seat``: the bots of the other seats that got CPU
+        while stopped meanwhile (the call's core, taken from the seat asked), each
+        faulted, its processes killed (by its player); their names."""
+        found = []
+        for other, player in enumerate(players):
+            look = getattr(player, "ran_while_stopped_ms", None) if other != view.seat \
+                else None
+            ran_ms = look() if look is not None else None
+            if ran_ms is not None:
+                found.append(player.name)
+                fault(other, view, "resource",
+                      f"used CPU while stopped ({ran_ms:.1f} ms since it stopped, found "
+                      f"after the call of seat {view.seat}, {players[view.seat].name}); "
+                      f"its process was killed", None)
+        return found
 
     while not game.is_over:
         seat: int = game.to_move  # type: ignore[assignment]
@@ -165,7 +186,7 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
             game.apply(default_action(view))
         else:
             game.apply(await _ask(players[seat], view, game, clock, bank, latencies[seat],
-                                  game_id, table_id, fault))
+                                  game_id, table_id, fault, ran_while_stopped))
             cpu[seat].append(getattr(players[seat], "last_cpu_ms", None))
         finished = len(game.log) - (0 if game.is_over else 1)
         while rounds_done < finished:
@@ -251,16 +272,24 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
 
 async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank: list[int],
                latencies: list[float], game_id: str, table_id: str,
-               fault: Callable[[int, View, str, str, int | None], None]) -> int:
+               fault: Callable[[int, View, str, str, int | None, Sequence[str]], None],
+               ran_while_stopped: Callable[[View], list[str]]) -> int:
     seat = view.seat
     move_ms: int | None = getattr(player, "move_ms", clock.move_ms)  # a person's seat
     answer = await ask(player, view, game, move_ms, bank[seat], game_id, table_id)
     latencies.append(answer.elapsed_ms)
-    if move_ms is not None and answer.elapsed_ms > move_ms:
+    # a bot of another seat that ran while stopped took this call's core: the seat's
+    # slow answer or timeout is that bot's doing, not charged to this one
+    culprits = ran_while_stopped(view)
+    if move_ms is not None and answer.elapsed_ms > move_ms and not culprits:
         bank[seat] = max(0, bank[seat] - math.ceil(answer.elapsed_ms - move_ms))
     if answer.kind:
         replacement = default_action(view)
-        fault(seat, view, answer.kind, answer.detail, replacement)
+        detail, excused = answer.detail, culprits if answer.kind == "timeout" else []
+        if excused:
+            detail += (f"; not this bot's fault: {', '.join(excused)} used CPU while "
+                       f"stopped during the call")
+        fault(seat, view, answer.kind, detail, replacement, excused)
         return replacement
     return int(answer.action)
 
