@@ -117,5 +117,5 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     assert faults, "the escape shown, yet no fault"  # (the check above: never vacuous)
     assert {bot for bot, _, _ in faults} <= {"chain"}, faults
     assert any(kind == "resource" and escaped(detail) for _, kind, detail in faults), faults
-    assert all(kind == "resource" and escaped(detail) or kind == "timeout"
+    assert all((kind == "resource" and escaped(detail)) or kind == "timeout"
                for _, kind, detail in faults), faults

@@ -14,7 +14,14 @@ fault kinds without pulling in the referee (and with it trio and grpc).
     The bot process died, or its connection failed.
 ``resource``
     The bot process hit one of its limits: memory, processes, CPU time, file size or
-    open files.
+    open files; or it escaped the stop between its calls: it did not stop within its
+    ``stop_ms`` after a call, or it got CPU time while stopped (both: its processes are
+    killed at once, and a new one answers its next decision).
+
+A fault of a seat that another bot caused is recorded with ``excused_by``: a timeout in
+a call during which a bot of another seat ran while stopped (on the core of the table)
+names that bot (``excused_by``, a list of names, and the detail) and does not count
+towards the seat's forfeit.
 """
 
 from __future__ import annotations

@@ -54,7 +54,9 @@ class Player(Protocol):
     # A player may also have ``last_call_ms``: how long its last :meth:`decide` call took
     # on the wire (start to answer), the bot's clock where the player can measure it; and
     # ``move_ms``: its own time per decision instead of the clock's (a person's seat), None
-    # for no limit (its :meth:`decide` is then given ``deadline_ms`` 0).
+    # for no limit (its :meth:`decide` is then given ``deadline_ms`` 0); and
+    # ``ran_while_stopped_ms()``: after another seat's call, the CPU time its bot got while
+    # stopped (its processes then killed), or None (see :func:`play_game`).
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -125,6 +127,13 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     ``game_id`` and ``table_id`` go into the record. The bots are sent ``wire_ids``
     instead, by default fresh random ones: an id on the wire must reveal nothing (not
     the seed, the deal or the rotation).
+
+    After each call the bots of the other seats are looked at: one that got CPU time
+    while stopped (a process of it escaped the stop) took it from the seat asked; it is
+    faulted (``resource``) and its processes killed at once, and a timeout of the seat
+    asked in that call is recorded with ``excused_by`` (the culprits' names; its detail
+    names them too) and does not count towards that seat's forfeit, nor does its slow
+    answer draw its bank.
 
     ``on_round`` is called with each finished round's record. No bot behaviour can make
     this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most,

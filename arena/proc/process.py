@@ -440,7 +440,7 @@ class BotProcess:
     def ran_while_stopped_ns(self) -> int:
         """CPU time (ns) the bot's processes have got since they stopped whole, above the
         slack (:meth:`Cgroup.cpu_while_stopped_now`): 0 unless one escaped the stop."""
-        if self._cgroup is None or not self.alive():
+        if self._cgroup is None:  # (a process gone has no CPU time to gain)
             return 0
         return self._cgroup.cpu_while_stopped_now()
 
