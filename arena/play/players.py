@@ -95,7 +95,7 @@ class RemotePlayer:
         await _stopped(conn)
         stop_fault = conn.take_stop_fault()
         if stop_fault is not None:
-            raise Fault("resource", stop_fault)
+            raise Fault("resource", stop_fault, forfeit=True)
         client = await conn.client()
         if client is None:
             raise Fault("crash", "not connected")
@@ -107,7 +107,8 @@ class RemotePlayer:
             if escaped:
                 conn.end_now()
                 raise Fault("resource", f"used CPU while stopped ({escaped / 1e6:.1f} ms "
-                                        f"between its calls); its process was killed")
+                                        f"between its calls); its process was killed",
+                            forfeit=True)
             action, took = await client.decide(view, game_id, table_id, deadline_ms, bank_ms)
             self.last_call_ms = took * 1000
         except CallFailed as e:
@@ -132,7 +133,7 @@ class RemotePlayer:
                 self.last_cpu_ms = (after - before) / 1e6
         stop_fault = conn.take_stop_fault()
         if stop_fault is not None:
-            raise Fault("resource", stop_fault)
+            raise Fault("resource", stop_fault, forfeit=True)
         return action
 
     def ran_while_stopped_ms(self) -> float | None:
