@@ -282,6 +282,8 @@ async def _stall_decisions(how: str) -> dict[str, Any]:
             rest(self)
         finally:
             on_loop.append((time.perf_counter() - start) * 1000)
+            if not self.stop_pending:
+                awaited.append(0.0)  # stopped already: nothing is awaited
 
     async def timed_stopped(self: BotConnection) -> str | None:
         start = time.perf_counter()

@@ -190,6 +190,8 @@ class RemotePlayer:
 
 async def _stopped(conn: BotConnection) -> None:
     """:meth:`BotConnection.stopped`, shielded (a decision cancelled at its deadline
-    still waits for the stop it began, bounded by the bot's ``stop_ms``)."""
-    with trio.CancelScope(shield=True):
-        await conn.stopped()
+    still waits for the stop it began, bounded by the bot's ``stop_ms``); nothing at all
+    when the stop has already taken hold (as a rule: no cancel scope per decision)."""
+    if conn.stop_pending:
+        with trio.CancelScope(shield=True):
+            await conn.stopped()

@@ -116,7 +116,8 @@ class BotConnection:
         self.info = info
         self.expect = self.expect or info
         self._rest()
-        await self.stopped()  # (one that fails is charged at its first decision)
+        with trio.CancelScope(shield=True):  # (bounded by its stop_ms)
+            await self.stopped()  # (one that fails is charged at its first decision)
         return info
 
     async def _greet(self) -> BotInfo:
@@ -275,6 +276,11 @@ class BotConnection:
         if detail is not None:
             self._stop_fault = detail
         return detail
+
+    @property
+    def stop_pending(self) -> bool:
+        """A stop :meth:`rest` began has not taken hold yet (:meth:`stopped` waits)."""
+        return self._process is not None and self._process.stop_pending
 
     def take_stop_fault(self) -> str | None:
         """The detail of a stop that failed (:meth:`stopped`) and was not yet charged to

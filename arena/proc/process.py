@@ -437,6 +437,11 @@ class BotProcess:
             await trio.sleep(0 if turns < 8 else 0.001)
         return None
 
+    @property
+    def stop_pending(self) -> bool:
+        """A stop :meth:`rest` began has not taken hold yet."""
+        return self._cgroup is not None and self._cgroup.stop_pending
+
     def ran_while_stopped_ns(self) -> int:
         """CPU time (ns) the bot's processes have got since they stopped whole, above the
         slack (:meth:`Cgroup.cpu_while_stopped_now`): 0 unless one escaped the stop."""
