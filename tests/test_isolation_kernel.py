@@ -97,9 +97,11 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     and the arena sees it, with a ``resource`` fault against that bot only (an honest bot
     is never faulted): the sweep does not take hold while new links keep coming ("did
     not stop within 5 ms", its process killed), or a link outlives a sweep that did and
-    the CPU check at the next call says so ("used CPU while stopped"). The escape is a
-    race that a loaded machine can lose (a link stopped between its fork and its exit
-    stops the chain): it must show, links and fault, in one of three tournaments."""
+    the CPU check says so ("used CPU while stopped", killed too). The escape is a race
+    that a loaded machine can lose (a link stopped between its fork and its exit stops
+    the chain): the fault must show in one of three tournaments. (The bot's own count of
+    links run while stopped is reported at the end of a game: a process killed for its
+    escape never reports it, so the fault, the arena's own measure, is what is asked.)"""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: bots are not stopped between calls")
 
@@ -109,10 +111,10 @@ def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: Worl
     run = shown_in_one_of(
         3, lambda k: run_tournament(world, f"chain-control-{k}", forkchain_field(world),
                                     move_ms=3000, env={"ARENA_NO_FREEZER": "1"}).check(),
-        lambda run: sum(r["stopped_links"] for r in learned(run, "forkchain")) > 0
-        and any(escaped(detail) for _, _, detail in run.faults()),
-        "the chain running while stopped under the sweep, and faulted for it",
+        lambda run: any(escaped(detail) for _, _, detail in run.faults()),
+        "the chain faulted for running while stopped under the sweep",
         report=lambda run: (learned(run, "forkchain"), run.faults()))
+    assert sum(r["links"] for r in learned(run, "forkchain")) > 0  # the chain ran
     faults = run.faults()
     assert faults, "the escape shown, yet no fault"  # (the check above: never vacuous)
     assert {bot for bot, _, _ in faults} <= {"chain"}, faults
