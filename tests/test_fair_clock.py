@@ -1,7 +1,9 @@
 """The fair clock's stop between calls, as it is made cheap (``docs/isolation.md``, "The
-fair clock's cost per decision"): bubblewrap's own processes are out of the bot's v1
-freezer cgroup, every process of the bot is in it, and the bot is still stopped whole
-(that a stopped bot gains no CPU is ``test_sandbox.py::test_a_stopped_bot_gets_no_cpu``).
+fair clock's cost per decision"): bubblewrap's monitor is out of the bot's v1 freezer
+cgroup, every process in the sandbox (bubblewrap's init included) is in it, and the bot
+is still stopped whole (that a stopped bot gains no CPU is
+``test_sandbox.py::test_a_stopped_bot_gets_no_cpu``; the stop that does not wait on the
+referee's thread, and what a bot that escapes it costs, are ``test_stop.py``'s).
 """
 
 from __future__ import annotations
@@ -38,14 +40,23 @@ def comm(pid: int) -> str:
     return Path(f"/proc/{pid}/comm").read_text().strip()
 
 
-def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
+def sandbox_pid(pid: int) -> int:
+    """The pid inside the sandbox's PID namespace (0: in the arena's only)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            ids = line.split()[1:]
+            return int(ids[-1]) if len(ids) > 1 else 0
+    raise AssertionError(f"no NSpid line for {pid}")
+
+
+def test_bubblewrap_monitor_is_out_of_the_stops_and_every_process_in_the_sandbox_is_in(
         arena_sandbox: Sandbox) -> None:
-    """Deterministic: once a sandboxed bot serves, the processes of its (pids) cgroup
-    that are bubblewrap's are in the arena's freezer cgroup, not the bot's; the bot's
-    own process is in the bot's, and a freeze leaves it frozen (freezer.state FROZEN,
-    its threads parked in the kernel's refrigerator, CPU time still). The wrappers
-    are still in the bot's other cgroups: the end of the bot ends them (the fixture
-    checks that nothing is left)."""
+    """Deterministic: once a sandboxed bot serves, bubblewrap's monitor (its first
+    process, in the arena's PID namespace, out of the bot's reach) is in the arena's
+    freezer cgroup, not the bot's; every process the bot can see, bubblewrap's init (pid
+    1 of the sandbox) included, is in the bot's, and a freeze leaves them frozen
+    (freezer.state FROZEN, CPU time still). The monitor is still in the bot's other
+    cgroups: the end of the bot ends it (the fixture checks that nothing is left)."""
     proc = BotProcess("clock", bot_cmd(SAMPLE_BOTS / "random_bot.py")[4:],
                       arena_sandbox.tmp / "logs" / "clock.log", startup_s=120, idle=False,
                       confinement=Confinement(sandbox=True))
@@ -59,12 +70,14 @@ def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
             arena = os.path.normpath("/" + str(MECHANISM.base["freezer"].relative_to(
                 "/sys/fs/cgroup/freezer")))
             pids = cgroup.pids()
-            wrappers = [p for p in pids if comm(p) == "bwrap"]
-            bot = [p for p in pids if comm(p) != "bwrap"]
-            assert len(wrappers) == 2 and bot, [(p, comm(p)) for p in pids]
-            assert all(freezer_of(p) == arena for p in wrappers), \
-                [(p, freezer_of(p)) for p in wrappers]
-            assert all(freezer_of(p) == own for p in bot), [(p, freezer_of(p)) for p in bot]
+            monitor = [p for p in pids if comm(p) == "bwrap" and sandbox_pid(p) == 0]
+            inside = [p for p in pids if p not in monitor]
+            assert len(monitor) == 1 and proc.pid in monitor, [(p, comm(p)) for p in pids]
+            assert [comm(p) for p in inside if sandbox_pid(p) == 1] == ["bwrap"], \
+                [(p, comm(p), sandbox_pid(p)) for p in inside]
+            assert freezer_of(monitor[0]) == arena, freezer_of(monitor[0])
+            assert all(freezer_of(p) == own for p in inside), \
+                [(p, freezer_of(p)) for p in inside]
             proc.freeze()
             state = (cgroup.dirs["freezer"] / "freezer.state").read_text().strip()
             before = proc.cpu_ns()
@@ -81,11 +94,11 @@ def test_bubblewrap_is_out_of_the_stops_and_every_process_of_the_bot_is_in(
 
 def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is_woken(
         arena_sandbox: Sandbox) -> None:
-    """Deterministic: the fair clock's stop after a call (one CPU reading, not two that
-    agree) returns with the bot FROZEN and its CPU time noted (a slice accounted late
-    stays inside the thaw's slack), and once settled that time does not move while the
-    next bot of the table is woken and put to rest, 30 times over; no CPU counts as used
-    while stopped."""
+    """Deterministic: the fair clock's stop after a call (begun by ``rest``, awaited by
+    ``stopped``; one CPU reading, not two that agree) leaves the bot FROZEN with its CPU
+    time noted (a slice accounted late stays inside the thaw's slack), and once settled
+    that time does not move while the next bot of the table is woken and put to rest, 30
+    times over; no CPU counts as used while stopped."""
     spec = BotSpec.parse(bot_cmd(SAMPLE_BOTS / "random_bot.py"))
     conns = [BotConnection(f"clock-{i}", spec, arena_sandbox.tmp / "logs", startup_s=120,
                            confinement=Confinement(sandbox=True)) for i in range(2)]
@@ -102,6 +115,7 @@ def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is
                 for asked, other in (conns, conns[::-1]):
                     asked.wake()
                     asked.rest()
+                    assert await asked.stopped() is None
                     stopped = cgroup(asked)
                     at_rest = stopped.cpu_at_rest
                     assert (stopped.dirs["freezer"] / "freezer.state").read_text().strip() \
@@ -114,6 +128,7 @@ def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is
                     settled = stopped._settled_cpu_ns()
                     other.wake()
                     other.rest()
+                    assert await other.stopped() is None
                     assert stopped.cpu_ns() == settled
             for conn in conns:  # no CPU was charged as used while stopped
                 conn.wake()

@@ -91,22 +91,35 @@ def test_a_fork_chain_does_no_work_while_stopped(world: World) -> None:
 
 @needs_sandbox
 @pytest.mark.timeout(150)
-def test_control_a_fork_chain_outruns_a_sigstop_sweep_and_is_faulted(world: World) -> None:
+def test_control_a_fork_chain_outruns_a_sigstop_sweep(world: World) -> None:
     """Without the freezer (a SIGSTOP sweep, repeated until the list is stable and every
-    thread has stopped): the chain's links run while the bot's main process is stopped.
-    Where one outlives the sweep, the CPU check at the next call says so, with a resource
-    fault against that bot only (an honest bot is never faulted). The escape is a race
-    that a loaded machine can lose (a link stopped between its fork and its exit stops
-    the chain): it must show in one of three tournaments."""
+    thread has stopped): the chain's links run while the bot's main process is stopped
+    (the bot's own count), and no honest bot is faulted for it. The escape is a race that
+    a loaded machine can lose (a link stopped between its fork and its exit stops the
+    chain): it must show in one of three tournaments, in the bot's count or in the
+    arena's fault (a process killed for its escape never reports its count).
+
+    Whether the arena faults the chain is not asked here: most links run while the sweep
+    is still taking hold, before the bot counts as stopped, and one that outlives a
+    sweep that took hold is rare (in some runs, none in three tournaments). This control
+    once asserted ``all(...)`` over the chain's faults, which held over none, and so let a
+    thaw that no longer counted the CPU time used while stopped pass (mutation M9); that
+    the arena sees, faults and kills a bot that ran while stopped is asserted where the
+    escape is certain: ``test_stop.py`` (bubblewrap's init out of the freezer)."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: bots are not stopped between calls")
+
+    def escaped(detail: str) -> bool:
+        return "used CPU while stopped" in detail or detail.startswith("did not stop within")
+
     run = shown_in_one_of(
         3, lambda k: run_tournament(world, f"chain-control-{k}", forkchain_field(world),
                                     move_ms=3000, env={"ARENA_NO_FREEZER": "1"}).check(),
-        lambda run: sum(r["stopped_links"] for r in learned(run, "forkchain")) > 0,
+        lambda run: sum(r["stopped_links"] for r in learned(run, "forkchain")) > 0
+        or any(escaped(detail) for _, _, detail in run.faults()),
         "the chain running while stopped under the sweep",
-        report=lambda run: learned(run, "forkchain"))
-    faults = run.faults()
-    assert {bot for bot, _, _ in faults} <= {"chain"}, faults
-    assert all(kind == "resource" and "used CPU while stopped" in detail
-               for _, kind, detail in faults), faults
+        report=lambda run: (learned(run, "forkchain"), run.faults()))
+    assert sum(r["links"] for r in learned(run, "forkchain")) > 0  # the chain ran
+    assert run.faults_of_others("chain") == [], run.faults()
+    assert [(bot, kind) for bot, kind, detail in run.faults() if not escaped(detail)
+            and kind != "timeout"] == [], run.faults()

@@ -327,6 +327,32 @@ def test_faults_and_forfeits_are_counted_by_kind() -> None:
             assert b["forfeits"] == 0
 
 
+def test_a_fault_another_bot_caused_is_not_counted_against_its_victim() -> None:
+    """A timeout excused because another seat's bot ran while stopped during the call
+    (``excused_by``, :func:`arena.play.referee.play_game`) is in the record but not in
+    the victim's fault counts; the culprit's own fault is. Control: the same fault
+    without ``excused_by`` is counted."""
+    games = [dataclasses.replace(g, record=json.loads(json.dumps(g.record)))
+             for g in trumps_games()[:4]]
+    victim, culprit = games[0].bots[0], games[0].bots[1]
+    games[0].record["faults"] = [
+        {"seat": 1, "round": 1, "trick": 1, "kind": "resource", "action": "none",
+         "detail": "used CPU while stopped (9.0 ms ...); its process was killed",
+         "forfeited": True},
+        {"seat": 0, "round": 1, "trick": 1, "kind": "timeout", "action": "play S2",
+         "detail": f"no answer within 1000 ms; not this bot's fault: {culprit} used CPU "
+                   "while stopped during the call", "excused_by": [culprit]}]
+
+    def faults(of: str) -> dict[str, int]:
+        lb = build_leaderboard(iter(games), meta_for("trumps", TRUMPS, 4), BOTS,
+                               resamples=50)
+        return next(b["faults"] for b in lb["bots"] if b["name"] == of)
+
+    assert faults(victim)["timeout"] == 0 and faults(culprit)["resource"] == 1
+    del games[0].record["faults"][1]["excused_by"]
+    assert faults(victim)["timeout"] == 1
+
+
 def test_provisional_follows_the_rule() -> None:
     few = build_leaderboard(stream("trumps", TRUMPS, 1), meta_for("trumps", TRUMPS, 1), BOTS,
                             resamples=200)

@@ -72,14 +72,16 @@ def test_isolation_limits_and_trust_per_bot(tmp_path: Path) -> None:
     (tmp_path / "model").mkdir()
     assert all(b.confinement.view == "runtime" for b in config.bots)
     text = text.replace(PY, PY + '\nsandbox = false\nread_only = ["model"]\n'
-                        'env = { MODEL = "big" }\nlimits = { processes = 8 }\nview = "system"')
+                        'env = { MODEL = "big" }\nlimits = { processes = 8, stop_ms = 20 }\n'
+                        'view = "system"')
     config = load_config(write(tmp_path, text))
     py = config.bots[2].confinement
     assert config.isolation == "shared" and config.limits.memory_mb == 512
     assert config.bots[0].confinement.limits.memory_mb == 512
     assert not py.sandbox and py.read_only == (tmp_path / "model",)
     assert py.env == (("MODEL", "big"),) and py.view == "system"
-    assert (py.limits.memory_mb, py.limits.processes) == (512, 8)
+    assert (py.limits.memory_mb, py.limits.processes, py.limits.stop_ms) == (512, 8, 20)
+    assert config.limits.stop_ms == 5  # the default: 5 ms of CPU to stop after a call
     # without 'concurrency', one game per usable core: one thinking bot per core
     assert config.concurrency == usable_cores() and not config.concurrency_given
 
@@ -127,6 +129,8 @@ def test_the_demo_file_loads() -> None:
      "limits.memory: unknown key in [limits]; expected one of"),
     (('concurrency = 2', 'concurrency = 2\n[limits]\nmemory_mb = -1'),
      "limits.memory_mb: expected an integer 0.."),
+    (('concurrency = 2', 'concurrency = 2\n[limits]\nstop_ms = 1e3'),
+     "limits.stop_ms: expected an integer 0..60000"),
     ((PY, PY + '\nsandbox = "no"'), "bots[2].sandbox: expected true or false, got 'no'"),
     ((PY, PY + '\nview = "full"'), "bots[2].view: expected one of runtime, system, got 'full'"),
     ((PY, PY + '\nread_only = ["no/such/model.bin"]'),

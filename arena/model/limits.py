@@ -1,6 +1,7 @@
 """How a bot's processes are confined, as configuration values: :class:`Limits` (memory,
-processes, CPU time, file size, open files) and :class:`Confinement` (sandboxed or not,
-the limits, extra read-only paths and environment). :mod:`arena.proc` enforces them."""
+processes, CPU time, file size, open files, the time to stop after a call) and
+:class:`Confinement` (sandboxed or not, the limits, extra read-only paths and
+environment). :mod:`arena.proc` enforces them."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ class Limits:
     file_mb: int = 64
     """The largest file it may write (in its private /tmp)."""
     open_files: int = 256
+    stop_ms: int = 5
+    """How much CPU time (ms) the bot may still use after a call before it is stopped
+    (frozen), counted from when the arena finds it not yet stopped: as a rule a bot stops
+    in microseconds; one whose task stays in the kernel (a huge ``mmap`` populated, a
+    huge ``munmap``, reclaim at its memory limit) is killed at this bound, with a fault.
+    Also killed: a bot not stopped :data:`STOP_WALL_S` after the stop was asked, CPU or
+    not. 0: no bound (its game waits for the stop, the arena's other games never do)."""
 
     def merged(self, overrides: dict[str, int]) -> Limits:
         return replace(self, **overrides)
@@ -29,10 +37,15 @@ class Limits:
             return "none" if value == 0 else f"{value}{unit}"
         return (f"memory {one(self.memory_mb, ' MiB')}, processes {one(self.processes, '')}, "
                 f"CPU {one(self.cpu_s, ' s')}, file size {one(self.file_mb, ' MiB')}, "
-                f"open files {one(self.open_files, '')}")
+                f"open files {one(self.open_files, '')}, "
+                f"stop within {one(self.stop_ms, ' ms')}")
 
 
-LIMIT_KEYS = ("memory_mb", "processes", "cpu_s", "file_mb", "open_files")
+LIMIT_KEYS = ("memory_mb", "processes", "cpu_s", "file_mb", "open_files", "stop_ms")
+
+STOP_WALL_S = 1.0
+"""The wall time after which a bot not yet stopped is killed whatever CPU it used (a task
+asleep in the kernel, out of the freezer's reach), where :attr:`Limits.stop_ms` is set."""
 
 
 VIEWS = ("runtime", "system")

@@ -90,6 +90,12 @@ class RemotePlayer:
         conn = self.connection
         self.last_cpu_ms = None
         self.last_call_ms = None
+        # a stop begun earlier (after the hand-shake, a notification) holds first: the
+        # bot is never asked while a task of it is still running from before
+        await _stopped(conn)
+        stop_fault = conn.take_stop_fault()
+        if stop_fault is not None:
+            raise Fault("resource", stop_fault, forfeit=True)
         client = await conn.client()
         if client is None:
             raise Fault("crash", "not connected")
@@ -99,8 +105,10 @@ class RemotePlayer:
         try:
             escaped = conn.cpu_while_stopped_ns()
             if escaped:
+                conn.end_now()
                 raise Fault("resource", f"used CPU while stopped ({escaped / 1e6:.1f} ms "
-                                        f"between its calls)")
+                                        f"between its calls); its process was killed",
+                            forfeit=True)
             action, took = await client.decide(view, game_id, table_id, deadline_ms, bank_ms)
             self.last_call_ms = took * 1000
         except CallFailed as e:
@@ -116,10 +124,28 @@ class RemotePlayer:
             raise Fault("protocol", str(e)) from None
         finally:
             conn.rest()
+            # the CPU figure is taken once the bot has stopped: awaited, never waited for
+            # on the trio thread (a failed stop kills the bot and is its fault: below,
+            # or at its next decision when this call failed otherwise)
+            await _stopped(conn)
             after = conn.cpu_ns(stopped_ok=True) if process is conn.process else None
             if before is not None and after is not None:
                 self.last_cpu_ms = (after - before) / 1e6
+        stop_fault = conn.take_stop_fault()
+        if stop_fault is not None:
+            raise Fault("resource", stop_fault, forfeit=True)
         return action
+
+    def ran_while_stopped_ms(self) -> float | None:
+        """The CPU time (ms) this seat's bot got while stopped, when it did (one of its
+        processes escaped the stop, e.g. bubblewrap's init under the old arrangement),
+        its processes killed at once; None as a rule. The referee asks after each other
+        seat's call: what the bot took then was taken from that seat."""
+        ran = self.connection.ran_while_stopped_ns()
+        if not ran:
+            return None
+        self.connection.end_now()  # (killed frozen: no continue counts it again)
+        return ran / 1e6
 
     async def round_ended(self, result: RoundResult, deadline_ms: int) -> None:
         """The RoundEnded notification, unless the bot declined it; when it fails,
@@ -159,3 +185,13 @@ class RemotePlayer:
             raise
         finally:
             conn.rest()
+            await _stopped(conn)  # a failed stop is charged at the bot's next decision
+
+
+async def _stopped(conn: BotConnection) -> None:
+    """:meth:`BotConnection.stopped`, shielded (a decision cancelled at its deadline
+    still waits for the stop it began, bounded by the bot's ``stop_ms``); nothing at all
+    when the stop has already taken hold (as a rule: no cancel scope per decision)."""
+    if conn.stop_pending:
+        with trio.CancelScope(shield=True):
+            await conn.stopped()

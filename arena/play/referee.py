@@ -4,7 +4,9 @@ It holds the game (the deck and the rules); each player sees only its seat's vie
 answers under a deadline. A late, illegal, malformed or failed answer is a **fault**: it
 is recorded, the referee takes the documented default action instead, and the game goes
 on. After ``max_faults`` faults in one game a seat is forfeited: the defaults play for
-it for the rest of the game and no more calls are made to it.
+it for the rest of the game and no more calls are made to it. A seat whose bot escaped
+the stop between calls (it did not stop within its ``stop_ms``, or it ran while stopped)
+is forfeited at its first such fault: its process has been killed.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ class Player(Protocol):
     # A player may also have ``last_call_ms``: how long its last :meth:`decide` call took
     # on the wire (start to answer), the bot's clock where the player can measure it; and
     # ``move_ms``: its own time per decision instead of the clock's (a person's seat), None
-    # for no limit (its :meth:`decide` is then given ``deadline_ms`` 0).
+    # for no limit (its :meth:`decide` is then given ``deadline_ms`` 0); and
+    # ``ran_while_stopped_ms()``: after another seat's call, the CPU time its bot got while
+    # stopped (its processes then killed), or None (see :func:`play_game`).
 
     async def decide(self, view: View, game_id: str, table_id: str,
                      deadline_ms: int, bank_ms: int) -> int:
@@ -126,6 +130,15 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     instead, by default fresh random ones: an id on the wire must reveal nothing (not
     the seed, the deal or the rotation).
 
+    After each call the bots of the other seats are looked at: one that got CPU time
+    while stopped (a process of it escaped the stop) took it from the seat asked; it is
+    faulted (``resource``), its processes killed and its seat forfeited at once (as a
+    seat whose bot did not stop within its ``stop_ms``: :attr:`Fault.forfeit`), and a
+    timeout of the seat
+    asked in that call is recorded with ``excused_by`` (the culprits' names; its detail
+    names them too) and does not count towards that seat's forfeit, nor does its slow
+    answer draw its bank.
+
     ``on_round`` is called with each finished round's record. No bot behaviour can make
     this raise or hang: a call is abandoned :data:`GRACE_S` after its deadline at most,
     except that restarting a crashed bot process (bounded by its start-up limit) is not
@@ -144,8 +157,8 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     game_id, table_id = wire_ids or (secrets.token_hex(8), secrets.token_hex(8))
     rounds_done = 0
 
-    def fault(seat: int, view: View, kind: str, detail: str, action: int | None) -> None:
-        fault_counts[seat] += 1
+    def fault(seat: int, view: View, kind: str, detail: str, action: int | None,
+              excused_by: Sequence[str] = (), forfeit: bool = False) -> None:
         entry: dict[str, Any] = {
             "seat": seat, "round": view.round,
             "trick": len(view.tricks) + 1 if view.decision is Decision.PLAY else None,
@@ -153,10 +166,34 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
             "action": "none" if action is None else describe_action(view.decision, action),
         }
         faults.append(entry)
+        if excused_by:  # another bot's doing: recorded, not counted towards a forfeit
+            entry["excused_by"] = list(excused_by)
+            return
+        fault_counts[seat] += 1
+        if forfeit and not forfeit_reasons[seat]:  # it escaped the stop: out at once
+            forfeit_reasons[seat] = f"{kind}: {detail}"
+            entry["forfeited"] = True
         if fault_counts[seat] >= clock.max_faults and not forfeit_reasons[seat]:
             forfeit_reasons[seat] = (f"{fault_counts[seat]} faults (the limit is "
                                      f"{clock.max_faults}); the last: {kind}: {detail}")
             entry["forfeited"] = True
+
+    def ran_while_stopped(view: View) -> list[str]:
+        """After a call of seat ``view.seat``: the bots of the other seats that got CPU
+        while stopped meanwhile (the call's core, taken from the seat asked), each
+        faulted, its processes killed (by its player); their names."""
+        found = []
+        for other, player in enumerate(players):
+            look = getattr(player, "ran_while_stopped_ms", None) if other != view.seat \
+                else None
+            ran_ms = look() if look is not None else None
+            if ran_ms is not None:
+                found.append(player.name)
+                fault(other, view, "resource",
+                      f"used CPU while stopped ({ran_ms:.1f} ms since it stopped, found "
+                      f"after the call of seat {view.seat}, {players[view.seat].name}); "
+                      f"its process was killed", None, forfeit=True)
+        return found
 
     while not game.is_over:
         seat: int = game.to_move  # type: ignore[assignment]
@@ -165,7 +202,7 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
             game.apply(default_action(view))
         else:
             game.apply(await _ask(players[seat], view, game, clock, bank, latencies[seat],
-                                  game_id, table_id, fault))
+                                  game_id, table_id, fault, ran_while_stopped))
             cpu[seat].append(getattr(players[seat], "last_cpu_ms", None))
         finished = len(game.log) - (0 if game.is_over else 1)
         while rounds_done < finished:
@@ -202,6 +239,8 @@ class Answer:
     kind: str
     detail: str
     elapsed_ms: float
+    forfeit: bool = False
+    """The fault forfeits the seat at once (:attr:`Fault.forfeit`)."""
 
 
 async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_ms: int,
@@ -217,6 +256,7 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
     started = trio.current_time()  # the clock the deadline below is measured on
     detail = ""
     kind = ""
+    forfeit = False
     action: Any = None
     with trio.move_on_after(math.inf if move_ms is None else
                             deadline_ms / 1000 + GRACE_S) as scope:
@@ -225,7 +265,7 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
         except Abandon:
             raise
         except Fault as f:
-            kind, detail = f.kind, f.detail
+            kind, detail, forfeit = f.kind, f.detail, f.forfeit
         except Exception as e:  # a broken in-process bot must not stop the game
             kind, detail = "crash", f"{type(e).__name__}: {e}"[:300]
     elapsed_ms = (trio.current_time() - started) * 1000
@@ -234,8 +274,8 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
     call_ms = getattr(player, "last_call_ms", None)
     if not scope.cancelled_caught and isinstance(call_ms, float):
         elapsed_ms = min(elapsed_ms, call_ms)
-    if scope.cancelled_caught or (not kind and move_ms is not None
-                                  and elapsed_ms > deadline_ms):
+    if not forfeit and (scope.cancelled_caught or (not kind and move_ms is not None
+                                                   and elapsed_ms > deadline_ms)):
         # the deadline is the deadline: the grace only bounds how long the referee waits
         # for a call to end by itself, it does not lengthen the time to answer
         kind, detail = "timeout", f"no answer within {deadline_ms} ms"
@@ -246,21 +286,29 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
             detail = f"{describe_action(view.decision, action)} is not allowed"
         except IllegalAction as e:
             detail = f"{describe_action(view.decision, action)}: {e}"
-    return Answer(action, kind, detail, elapsed_ms)
+    return Answer(action, kind, detail, elapsed_ms, forfeit)
 
 
 async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank: list[int],
                latencies: list[float], game_id: str, table_id: str,
-               fault: Callable[[int, View, str, str, int | None], None]) -> int:
+               fault: Callable[[int, View, str, str, int | None, Sequence[str], bool], None],
+               ran_while_stopped: Callable[[View], list[str]]) -> int:
     seat = view.seat
     move_ms: int | None = getattr(player, "move_ms", clock.move_ms)  # a person's seat
     answer = await ask(player, view, game, move_ms, bank[seat], game_id, table_id)
     latencies.append(answer.elapsed_ms)
-    if move_ms is not None and answer.elapsed_ms > move_ms:
+    # a bot of another seat that ran while stopped took this call's core: the seat's
+    # slow answer or timeout is that bot's doing, not charged to this one
+    culprits = ran_while_stopped(view)
+    if move_ms is not None and answer.elapsed_ms > move_ms and not culprits:
         bank[seat] = max(0, bank[seat] - math.ceil(answer.elapsed_ms - move_ms))
     if answer.kind:
         replacement = default_action(view)
-        fault(seat, view, answer.kind, answer.detail, replacement)
+        detail, excused = answer.detail, culprits if answer.kind == "timeout" else []
+        if excused:
+            detail += (f"; not this bot's fault: {', '.join(excused)} used CPU while "
+                       f"stopped during the call")
+        fault(seat, view, answer.kind, detail, replacement, excused, answer.forfeit)
         return replacement
     return int(answer.action)
 

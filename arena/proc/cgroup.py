@@ -38,6 +38,11 @@ a fault: the kernel may account a task's last slice a moment after it stopped (s
 here: some microseconds). A process escaping the stop gains far more (a fork chain
 outrunning a SIGSTOP sweep: tens of ms); under the freezer none can escape at all."""
 
+QUICK_READS = 4
+"""How many times :meth:`Cgroup.begin_stop` reads whether the bot is frozen before it
+returns (a few microseconds each): as a rule the bot's tasks are frozen by the third;
+one that is not is waited for off the referee's time (:meth:`BotProcess.stopped`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Mechanism:
@@ -178,6 +183,11 @@ class Cgroup:
         name = f"arena-{os.getpid()}-{label}-{secrets.token_hex(4)}"
         self.dirs: dict[str, Path] = {c: base / name for c, base in mechanism.base.items()}
         self._frozen = False
+        """A stop was asked (:meth:`begin_stop`), and no continue since."""
+        self._pending = False
+        """The stop asked has not taken hold yet: some task of the bot is not stopped."""
+        self._sweeping = False
+        """The stop is a SIGSTOP sweep (no freezer here, or its write failed)."""
         self._stopped: list[int] = []
         self._idle_tids: set[int] = set()
         """Threads already set to idle priority while the bot starts (a thread made later
@@ -305,26 +315,38 @@ class Cgroup:
         return self._freezer is not None
 
     def release_wrappers(self, pids: Sequence[int | None]) -> None:
-        """Take the sandbox's own processes (bubblewrap's, named in ``pids``) out of the
-        bot's v1 freezer cgroup, into the arena's, once the bot runs; every other
-        controller keeps them (limits, CPU time, the kill of the cgroup).
+        """Take bubblewrap's monitor (its first process, in the arena's PID namespace,
+        named in ``pids``) out of the bot's v1 freezer cgroup, into the arena's, once the
+        bot runs; every other controller keeps it (limits, CPU time, the kill of the
+        cgroup). Never a process the bot can reach: the sandbox's pid 1 (bubblewrap's
+        init, which runs as the bot's uid and whose ``/proc/1/mem`` the bot can write)
+        stays in the freezer with the bot.
 
         Why: a v1 freeze stops a task asleep in a futex on the spot, but wakes one asleep
         in ``poll``, ``epoll_wait`` or ``wait`` to stop it, and the thaw wakes it again:
-        each costs a wake-up on the bot's core, 5-10 us on this virtual machine. Both of
-        bubblewrap's processes sleep so (its monitor in ``poll``, its init in ``wait``),
-        were two of a Python bot's four such tasks, and run none of the bot's code: the
-        init only reaps, and the bot's processes, started after it, stay in. A pid that is
-        not a ``bwrap`` process (or no longer one) is left where it is. v2 has a single
-        hierarchy (and wakes every task to freeze it): nothing is done there."""
+        each costs a wake-up on the bot's core, 5-10 us on this virtual machine. The
+        monitor sleeps so (in ``poll``), runs none of the bot's code, and is out of the
+        bot's sight and reach (outside its PID namespace: no ``/proc`` entry, no signal,
+        no ``/proc/PID/mem``). The sandbox's init is another matter: a bot that wrote a
+        loop into its code ran it through every other bot's turn while it was out of
+        the freezer (tests/test_stop.py), so it is frozen with the bot (a wake-up more).
+
+        A pid that is not a ``bwrap`` process (or no longer one), or one inside a PID
+        namespace of its own, is left where it is; ``ARENA_RELEASE_SANDBOX_INIT`` set
+        releases the sandbox's init too, as the arena once did (for the tests' controls
+        only). v2 has a single hierarchy (and wakes every task to freeze it): nothing is
+        done there."""
         if self.v2 or self._freezer is None:
             return
         target = self.mechanism.base.get("freezer")
         if target is None:
             return
+        init_too = bool(os.environ.get("ARENA_RELEASE_SANDBOX_INIT"))
         for pid in pids:
             if pid is None or _read(f"/proc/{pid}/comm").strip() != "bwrap":
                 continue
+            if _sandbox_pid(pid) != 0 and not init_too:
+                continue  # inside the sandbox's PID namespace: within the bot's reach
             _write_quietly(target / "cgroup.procs", str(pid))
 
     def _write_freezer(self, frozen: bool) -> bool:
@@ -367,39 +389,67 @@ class Cgroup:
                           "frozen") == 1
         return self._read_kept(str(self._freezer)).strip() == "FROZEN"
 
-    def freeze(self, settle: bool = True) -> None:
-        """Stop every process of the bot at once, new ones included (the cgroup freezer,
-        waited for until the kernel says the whole cgroup is frozen), and note its CPU
-        time (it cannot change while the bot is stopped; :meth:`thaw` checks). Without a
-        freezer: SIGSTOP to each process of the cgroup, again until the list is stable
-        and every process in it is stopped (a stopped process cannot fork).
-
-        ``settle``: the CPU time once two readings agree (exact); else one reading, as
-        the fair clock takes it after every call: a slice the kernel accounts late is
-        microseconds, inside :data:`STOPPED_SLACK_NS`. The wait reads the state again
-        three times before it yields: the bot's tasks freeze on another core, and under
-        load each ``sched_yield`` gave the referee's core away for some 300 us."""
+    def begin_stop(self) -> bool:
+        """The fair clock's stop after a call, as the referee makes it: ask the freezer to
+        stop every process of the bot at once (new ones included), read whether the
+        kernel says the whole cgroup is frozen a few times (:data:`QUICK_READS`, no yield,
+        no sleep), and return: True when it is (its CPU time is then noted, in one
+        reading: a slice the kernel accounts late is microseconds, inside
+        :data:`STOPPED_SLACK_NS`), False while a task of the bot has not stopped yet (one
+        in the kernel stops when it leaves it). :meth:`stop_done` then tells when it has,
+        read again off the referee's time; nothing here waits for a bot. Without a
+        freezer: one pass of the SIGSTOP sweep (:meth:`_sweep_step`), the rest likewise."""
         if self._frozen:
-            return
+            return not self._pending
         self._frozen = True
-        if self._write_freezer(True):
-            deadline = time.monotonic() + 1.0
-            tries = 0
-            while not self._is_frozen():
+        self._pending = True
+        self.cpu_at_rest = None
+        self._sweeping = not self._write_freezer(True)
+        return any(self.stop_done() for _ in range(1 if self._sweeping else QUICK_READS))
+
+    def stop_done(self) -> bool:
+        """Whether the stop begun by :meth:`begin_stop` holds now (the kernel says the
+        cgroup is frozen; or, swept, every thread of the bot has stopped), one look, never
+        a wait; once it does, the CPU time at rest is noted. False when the bot is not
+        being stopped."""
+        if not self._frozen:
+            return False
+        if not self._pending:
+            return True
+        if not (self._sweep_step() if self._sweeping else self._is_frozen()):
+            return False
+        self._pending = False
+        self.cpu_at_rest = self.cpu_ns()
+        return True
+
+    @property
+    def stop_pending(self) -> bool:
+        """A stop was asked and the bot has not stopped whole yet."""
+        return self._frozen and self._pending
+
+    def freeze(self, settle: bool = True, wait_s: float = 1.0) -> bool:
+        """Stop every process of the bot and wait, up to ``wait_s``, until the whole bot
+        has stopped (:meth:`begin_stop`, then :meth:`stop_done` until it holds), for a
+        stop made outside a game (the tests', the benchmarks'); whether it has. Its CPU
+        time is then noted (it cannot change while the bot is stopped; :meth:`thaw`
+        checks): with ``settle``, once two readings agree (exact). Blocking: the
+        referee's stop is :meth:`begin_stop`, awaited off its time."""
+        if self._frozen and not self._pending:
+            return True  # stopped already: its CPU time at rest stays as noted
+        deadline = time.monotonic() + wait_s
+        tries = 0
+        if not self.begin_stop():
+            while not self.stop_done():
                 if time.monotonic() > deadline:
-                    break  # a task stuck in the kernel: the CPU check at the thaw tells
+                    return False  # a task stuck in the kernel: not stopped, unchecked
                 tries += 1
-                if tries < 4:
-                    continue
                 if tries < 20:
                     os.sched_yield()  # as a rule frozen within a few yields
                 else:
                     time.sleep(0.0001)
-            else:
-                self.cpu_at_rest = self._settled_cpu_ns() if settle else self.cpu_ns()
-                return
-        # (not stopped whole within the time: its CPU time is not taken as settled)
-        self.cpu_at_rest = self._settled_cpu_ns() if self._sweep_stop() else None
+        if settle:
+            self.cpu_at_rest = self._settled_cpu_ns()
+        return True
 
     def _settled_cpu_ns(self) -> int | None:
         """The CPU time once two readings in a row agree: a task that has just stopped
@@ -413,39 +463,45 @@ class Cgroup:
             last = now
         return last
 
-    def _sweep_stop(self, wait_s: float = 1.0) -> bool:
-        """SIGSTOP to every process of the cgroup until the list is stable and every
-        thread in it has stopped (a runnable thread at idle priority on a busy machine
-        may take a while to act on the signal); whether that happened within ``wait_s``."""
-        stopped: list[int] = []
-        deadline = time.monotonic() + wait_s
-        done = False
-        while True:
-            listed = self.pids()
-            fresh = [pid for pid in listed if pid not in stopped]
-            for pid in fresh:
-                _signal(pid, signal.SIGSTOP)
-            stopped += fresh
-            if not fresh and all(threads_stopped(pid) for pid in listed):
-                done = True
-                break
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.0001)
-        self._stopped = stopped
-        return done
+    def _sweep_step(self) -> bool:
+        """One pass of the stop without a freezer: SIGSTOP to every process of the cgroup
+        not sent one yet; whether the list was stable and every thread in it has stopped
+        (a runnable thread at idle priority on a busy machine may take a while to act on
+        the signal; a stopped process cannot fork). Every process signalled is continued
+        by :meth:`thaw`."""
+        listed = self.pids()
+        fresh = [pid for pid in listed if pid not in self._stopped]
+        for pid in fresh:
+            _signal(pid, signal.SIGSTOP)
+        self._stopped += fresh
+        return not fresh and all(threads_stopped(pid) for pid in listed)
 
     @property
     def stopped(self) -> bool:
+        """A stop was asked (whether or not the bot has stopped whole yet)."""
         return self._frozen
+
+    def cpu_while_stopped_now(self) -> int:
+        """CPU time (ns) the bot has got since it stopped whole, when over
+        :data:`STOPPED_SLACK_NS` (a process of the bot ran while it was stopped), else 0;
+        a look that changes nothing (:meth:`thaw` counts it again), but for noting the
+        CPU time at rest of a stop that has just taken hold (:meth:`stop_done`)."""
+        if not self.stop_done() or self.cpu_at_rest is None:
+            return 0
+        now = self.cpu_ns()
+        if now is None or now <= self.cpu_at_rest + STOPPED_SLACK_NS:
+            return 0
+        return now - self.cpu_at_rest
 
     def thaw(self) -> None:
         """Continue every process stopped by :meth:`freeze`, after checking that the
         bot's CPU time did not grow while it was stopped (else :attr:`cpu_while_stopped`
-        grows: a process escaped the stop)."""
+        grows: a process escaped the stop). A bot that had not stopped whole yet is
+        continued unchecked."""
         if not self._frozen:
             return
         self._frozen = False
+        self._pending = False
         if self.cpu_at_rest is not None:
             now = self.cpu_ns()
             if now is not None and now > self.cpu_at_rest + STOPPED_SLACK_NS:
@@ -584,7 +640,7 @@ class Cgroup:
         signal: thawed first (a frozen process does not act on it)."""
         if signal_number == signal.SIGKILL and self._write_freezer(True):
             self._signal_pids(signal_number, spare)
-            self._frozen = False
+            self._frozen = self._pending = False
             self._write_freezer(False)
             for pid in self._stopped:
                 _signal(pid, signal.SIGCONT)

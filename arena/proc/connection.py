@@ -71,6 +71,8 @@ class BotConnection:
         self._dead = ""
         self._busy = 0
         self._core: int | None = None
+        self._stop_fault: str | None = None
+        """Why the last stop failed, until a decision is charged with it."""
         self._reported: BotProcess | None = None
         """The process whose end :meth:`ended` last reported."""
         self.last_end = ""
@@ -114,6 +116,8 @@ class BotConnection:
         self.info = info
         self.expect = self.expect or info
         self._rest()
+        with trio.CancelScope(shield=True):  # (bounded by its stop_ms)
+            await self.stopped()  # (one that fails is charged at its first decision)
         return info
 
     async def _greet(self) -> BotInfo:
@@ -183,14 +187,14 @@ class BotConnection:
             raise Fault("crash", self._dead)
         process = self._process
         if self.spec.kind == "cmd" and (self._client is None or process is None
-                                        or not process.alive()):
+                                        or not process.alive() or process.killed):
             if not restart:
                 return None
             async with self._lock:
                 if self._dead:
                     raise Fault("crash", self._dead)
                 if (self._client is None or self._process is None
-                        or not self._process.alive()):
+                        or not self._process.alive() or self._process.killed):
                     await self._restart()
         if self._client is None:
             raise Fault("crash", "not connected")
@@ -214,6 +218,7 @@ class BotConnection:
                 raise Fault("crash", self._dead) from None
             if not self._busy:
                 self._rest()
+                await self.stopped()
 
     async def ended(self, process: BotProcess | None, call: str, then: str = "",
                     wait_s: float = EXIT_WAIT_S) -> str | None:
@@ -256,7 +261,47 @@ class BotConnection:
 
     def _rest(self) -> None:
         if self._process is not None and self._process.alive():
-            self._process.freeze(settle=False)  # the fair clock's stop, after each call
+            self._process.rest()  # the fair clock's stop, after each call: begun here
+
+    async def stopped(self) -> str | None:
+        """Wait, off the trio thread's time, until the stop :meth:`rest` began holds
+        (:meth:`BotProcess.stopped`): before the bot's next call, and before its CPU
+        figure is taken. None when it does (or no stop is due: a call is in flight);
+        else the fault's detail ("did not stop within N ms ..."), the process killed
+        for it; the detail is also kept for :meth:`take_stop_fault` until taken."""
+        process = self._process
+        if self._busy or process is None:
+            return None
+        detail = await process.stopped()
+        if detail is not None:
+            self._stop_fault = detail
+        return detail
+
+    @property
+    def stop_pending(self) -> bool:
+        """A stop :meth:`rest` began has not taken hold yet (:meth:`stopped` waits)."""
+        return self._process is not None and self._process.stop_pending
+
+    def take_stop_fault(self) -> str | None:
+        """The detail of a stop that failed (:meth:`stopped`) and was not yet charged to
+        a decision (one after a notification, or in a call that failed otherwise), then
+        None."""
+        detail, self._stop_fault = self._stop_fault, None
+        return detail
+
+    def ran_while_stopped_ns(self) -> int:
+        """CPU time (ns) the bot's processes got since they last stopped whole, when
+        one ran while stopped (0 as a rule; a look: :meth:`cpu_while_stopped_ns` counts
+        it again at the next continue)."""
+        if self._busy or self._process is None:
+            return 0
+        return self._process.ran_while_stopped_ns()
+
+    def end_now(self) -> None:
+        """Kill the bot's processes at once (one that ran while stopped); its next call
+        restarts it, as after a crash."""
+        if self._process is not None:
+            self._process.kill()
 
     def cpu_ns(self, stopped_ok: bool = False) -> int | None:
         return self._process.cpu_ns(stopped_ok) if self._process is not None else None

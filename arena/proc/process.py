@@ -26,7 +26,7 @@ import trio
 
 from arena.model.errors import BotStartError, SandboxError
 from arena.model.files import FolderError, private_dir, safe_name
-from arena.model.limits import Confinement
+from arena.model.limits import STOP_WALL_S, Confinement
 from arena.model.spec import command_args
 from arena.proc import ids
 from arena.proc.bwrap import (
@@ -394,10 +394,75 @@ class BotProcess:
     # -- while it runs ----------------------------------------------------------------
 
     def freeze(self, settle: bool = True) -> None:
-        """Stop the bot's processes between its calls (where it has a cgroup; ``settle``:
-        see :meth:`Cgroup.freeze`)."""
+        """Stop the bot's processes and wait until they are (where it has a cgroup;
+        ``settle``: see :meth:`Cgroup.freeze`): blocking, for a stop outside a game. The
+        referee's stop is :meth:`rest` and :meth:`stopped`."""
         if self._cgroup is not None:
             self._cgroup.freeze(settle)
+
+    def rest(self) -> None:
+        """Begin the stop after a call (:meth:`Cgroup.begin_stop`), without waiting for
+        it: :meth:`stopped` waits."""
+        if self._cgroup is not None:
+            self._cgroup.begin_stop()
+
+    async def stopped(self) -> str | None:
+        """Wait, without holding up the trio thread, until the stop :meth:`rest` began
+        holds: None once it does (or there is none), else why not, after the process was
+        killed for it.
+
+        The bound is the process's ``stop_ms`` (:class:`~arena.model.limits.Limits`): the
+        CPU time it may use from when it is found not yet stopped (a task in the kernel
+        stops when it leaves it; an honest bot's stop takes microseconds of its CPU, even
+        when a busy machine makes it wait for a core), or :data:`STOP_WALL_S` of wall time
+        at most. The state is read again at each turn of the trio loop at first, then
+        every millisecond: other games go on meanwhile."""
+        cgroup = self._cgroup
+        if cgroup is None or not cgroup.stop_pending or cgroup.stop_done():
+            return None
+        bound_ms = self.confinement.limits.stop_ms
+        started = time.monotonic()
+        cpu_before = cgroup.cpu_ns()
+        turns = 0
+        while cgroup.stop_pending and not cgroup.stop_done():  # (or continued meanwhile)
+            if not self.alive():
+                return None  # ended meanwhile: nothing left to stop
+            turns += 1
+            ran_ns = (cgroup.cpu_ns() or 0) - (cpu_before or 0) if cpu_before is not None else 0
+            waited_s = time.monotonic() - started
+            if bound_ms and (ran_ns >= bound_ms * 1_000_000 or waited_s >= STOP_WALL_S):
+                state = cgroup.describe()
+                self._signal_all(signal.SIGKILL)
+                why = (f"it ran {ran_ns / 1e6:.1f} ms of CPU meanwhile"
+                       if ran_ns >= bound_ms * 1_000_000 else
+                       f"not stopped {waited_s * 1000:.0f} ms after it was asked")
+                return (f"did not stop within {bound_ms} ms after its call ({why}; "
+                        f"{state}); its process was killed")
+            await trio.sleep(0 if turns < 8 else 0.001)
+        return None
+
+    @property
+    def stop_pending(self) -> bool:
+        """A stop :meth:`rest` began has not taken hold yet."""
+        return self._cgroup is not None and self._cgroup.stop_pending
+
+    def ran_while_stopped_ns(self) -> int:
+        """CPU time (ns) the bot's processes have got since they stopped whole, above the
+        slack (:meth:`Cgroup.cpu_while_stopped_now`): 0 unless one escaped the stop."""
+        if self._cgroup is None:  # (a process gone has no CPU time to gain)
+            return 0
+        return self._cgroup.cpu_while_stopped_now()
+
+    @property
+    def killed(self) -> bool:
+        """The arena sent the process SIGKILL while it ran (:meth:`kill`, or its end)."""
+        return self._sent_kill
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the bot now (frozen or not), as :meth:`aclose`
+        ends it, without waiting: :meth:`aclose` (or a restart) reaps it."""
+        if self.alive():
+            self._signal_all(signal.SIGKILL)
 
     def thaw(self) -> None:
         if self._cgroup is not None:

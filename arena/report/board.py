@@ -401,6 +401,8 @@ def _add_game(stored: StoredGame, record: Mapping[str, Any], stats: dict[str, _B
                 s.cpu.add(cpu)
     forfeited = record.get("forfeited")
     for fault in record.get("faults") or ():
+        if fault.get("excused_by"):
+            continue  # another bot's doing (it ran while stopped): not this bot's fault
         s = seat_stats[fault["seat"]]
         kind = str(fault["kind"])
         s.faults[kind] = s.faults.get(kind, 0) + 1

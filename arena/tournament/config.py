@@ -146,7 +146,7 @@ _REMOTE_KEYS = ("tls_ca", "tls_server_name", "token", "token_env", "insecure")
 _TOKEN = re.compile(r"[!-~]+")
 """A bearer token: printable ASCII without spaces (it travels as call metadata)."""
 _LIMIT_MAX = {"memory_mb": 1 << 20, "processes": 1 << 16, "cpu_s": 10**7, "file_mb": 1 << 20,
-              "open_files": 1 << 20}
+              "open_files": 1 << 20, "stop_ms": 60_000}
 
 
 def read_toml(path: Path, what: str = "tournament") -> tuple[str, dict[str, Any]]:
