@@ -701,3 +701,51 @@ STATE_JS = """() => {
 
 def state(page: Page) -> dict[str, Any]:
     return dict(page.evaluate(STATE_JS))
+
+
+CGROUP_MODES = ("v1", "unified")
+"""The two ways the arena uses cgroups on a machine with v1 and the v2 hierarchy beside
+it ("hybrid"): v1 for everything, or v2 for the stop, the kill, the CPU time and the sweep
+(``ARENA_CGROUP=unified``). The isolation, fair-clock, reaper and kill -9 tests run both."""
+
+
+def unified_why_not() -> str | None:
+    """Why the v2 hierarchy beside v1 cannot be used here (None: it can)."""
+    from arena.proc.cgroup import UNIFIED_MOUNT, _unified_beside
+
+    if not (Path("/sys/fs/cgroup/memory").is_dir() and UNIFIED_MOUNT.is_dir()):
+        return "not a machine with cgroup v1 and the v2 hierarchy beside it"
+    if os.geteuid() != 0:
+        return "not root"
+    beside = _unified_beside()
+    if isinstance(beside, Path):
+        try:  # this process's folder there, made by the probe: empty again
+            beside.rmdir()
+        except OSError:
+            pass
+        return None
+    return beside
+
+
+@pytest.fixture(params=CGROUP_MODES)
+def cgroup_mode(request: pytest.FixtureRequest,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each of :data:`CGROUP_MODES`, in this process (``limit_mechanism`` detected again)
+    and for the arenas it starts (``ARENA_CGROUP``); ``unified`` skips where the machine
+    has no v2 hierarchy beside v1 that the arena can use."""
+    from arena.proc.cgroup import limit_mechanism
+
+    mode = str(request.param)
+    if mode == "unified":
+        why = unified_why_not()
+        if why is not None:
+            pytest.skip(f"ARENA_CGROUP=unified: {why}")
+        monkeypatch.setenv("ARENA_CGROUP", "unified")
+    else:
+        monkeypatch.delenv("ARENA_CGROUP", raising=False)
+    limit_mechanism.cache_clear()
+    try:
+        yield mode
+    finally:
+        monkeypatch.undo()
+        limit_mechanism.cache_clear()

@@ -28,6 +28,15 @@ pytestmark = pytest.mark.skipif(
     reason="needs the sandbox and the cgroup v1 freezer")
 
 
+def frozen(cgroup: Cgroup) -> bool:
+    """What the kernel says of the bot's freezer: v1's ``freezer.state`` FROZEN, or (its
+    stop on the v2 hierarchy beside v1) ``frozen 1`` in ``cgroup.events``."""
+    if cgroup.unified is not None:
+        events = (cgroup.unified / "cgroup.events").read_text().split()
+        return events[events.index("frozen") + 1] == "1"
+    return (cgroup.dirs["freezer"] / "freezer.state").read_text().strip() == "FROZEN"
+
+
 def freezer_of(pid: int) -> str:
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
@@ -93,7 +102,7 @@ def test_bubblewrap_monitor_is_out_of_the_stops_and_every_process_in_the_sandbox
 
 
 def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is_woken(
-        arena_sandbox: Sandbox) -> None:
+        cgroup_mode: str, arena_sandbox: Sandbox) -> None:
     """Deterministic: the fair clock's stop after a call (begun by ``rest``, awaited by
     ``stopped``; one CPU reading, not two that agree) leaves the bot FROZEN with its CPU
     time noted (a slice accounted late stays inside the thaw's slack), and once settled
@@ -118,8 +127,7 @@ def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is
                     assert await asked.stopped() is None
                     stopped = cgroup(asked)
                     at_rest = stopped.cpu_at_rest
-                    assert (stopped.dirs["freezer"] / "freezer.state").read_text().strip() \
-                        == "FROZEN"
+                    assert frozen(stopped)
                     assert at_rest is not None
                     # the last slice may be accounted a moment after the freezer says
                     # FROZEN (17 us seen in CI): inside the slack the thaw allows
@@ -129,7 +137,12 @@ def test_after_each_call_the_bot_is_frozen_with_its_cpu_noted_before_the_next_is
                     other.wake()
                     other.rest()
                     assert await other.stopped() is None
-                    assert stopped.cpu_ns() == settled
+                    if cgroup_mode == "v1":
+                        assert stopped.cpu_ns() == settled
+                    else:  # v2's cpu.stat may add a frozen bot's last slice later (tens of
+                        # us seen here): inside the slack the thaw allows, as above
+                        assert 0 <= (stopped.cpu_ns() or 0) - (settled or 0) \
+                            <= STOPPED_SLACK_NS
             for conn in conns:  # no CPU was charged as used while stopped
                 conn.wake()
                 assert cgroup(conn).take_cpu_while_stopped() == 0

@@ -77,8 +77,9 @@ def forkchain_field(world: World) -> list[dict[str, Any]]:
 
 @needs_sandbox
 @pytest.mark.timeout(150)
-def test_a_fork_chain_does_no_work_while_stopped(world: World) -> None:
-    """The cgroup freezer stops the whole cgroup at once, new processes included."""
+def test_a_fork_chain_does_no_work_while_stopped(cgroup_mode: str, world: World) -> None:
+    """The cgroup freezer stops the whole cgroup at once, new processes included: v1's,
+    and v2's beside it (``ARENA_CGROUP=unified``)."""
     if not limit_mechanism().cgroups:
         pytest.skip("no cgroups here: bots are not stopped between calls")
     run = run_tournament(world, "chain", forkchain_field(world), move_ms=3000).check()

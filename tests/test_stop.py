@@ -180,7 +180,8 @@ def test_a_bot_that_ran_while_stopped_is_killed_and_its_victims_timeouts_not_cha
 @needs_freezer
 @pytest.mark.parametrize("stall", ["populate", "none"])
 def test_the_stop_after_a_call_never_waits_on_the_referee_thread(
-        arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, stall: str) -> None:
+        cgroup_mode: str, arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,
+        stall: str) -> None:
     """A bot that answers while a thread of it is in the kernel filling 300 MiB (one
     ``mmap(MAP_POPULATE)``: frozen only when it leaves the kernel): the stop after its
     call returns at once with the bot not yet stopped, the trio loop goes on running

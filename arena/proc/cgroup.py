@@ -14,6 +14,7 @@ that is done on this machine.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import secrets
 import signal
@@ -44,6 +45,16 @@ returns (a few microseconds each): as a rule the bot's tasks are frozen by the t
 one that is not is waited for off the referee's time (:meth:`BotProcess.stopped`)."""
 
 
+PREFIX = "trick-arena-"
+"""A v2 folder of one arena's cgroups is ``trick-arena-PID`` (the arena's pid): the sweep
+finds a dead arena's by it."""
+
+UNIFIED_MOUNT = CGROUP_ROOT / "unified"
+"""Where a machine with cgroup v1 mounts the v2 hierarchy beside it ("hybrid", as systemd
+does on many of them): the stop, the kill, the CPU time and the sweep can be done there
+(``ARENA_CGROUP=unified``) while the limits stay on v1."""
+
+
 @dataclass(frozen=True, slots=True)
 class Mechanism:
     """How limits, stopping bots between calls and CPU accounting work on this machine."""
@@ -51,26 +62,53 @@ class Mechanism:
     kind: str
     """``cgroup2``, ``cgroup1`` or ``rlimit``."""
     base: dict[str, Path]
-    """controller (or ``""`` for v2) -> the folder the arena creates its cgroups in."""
+    """controller (or ``""`` for v2, ``unified`` for the v2 hierarchy beside v1) -> the
+    folder the arena creates its cgroups in."""
     note: str = ""
 
     @property
     def cgroups(self) -> bool:
         return self.kind != "rlimit"
 
+    @property
+    def unified(self) -> Path | None:
+        """The v2 folder of this arena's cgroups, where the stop (``cgroup.freeze``), the
+        kill (``cgroup.kill``), the CPU time (``cpu.stat``) and the sweep are done: on
+        cgroup v2 the base; on cgroup v1 with the v2 hierarchy beside it, in use
+        (``ARENA_CGROUP=unified``), a folder of that; None on plain v1."""
+        return self.base.get("") or self.base.get("unified")
+
     def describe(self, limits: Limits) -> str:
         if self.kind == "cgroup2":
-            how = ("cgroup v2 (memory, pids, CPU time) and rlimits (CPU, file size, "
-                   "open files)")
+            how = ("cgroup v2 (memory, pids, CPU time, the stop, the kill) and rlimits "
+                   "(CPU, file size, open files)")
+        elif self.kind == "cgroup1" and "unified" in self.base:
+            how = (f"cgroup v1 (memory, pids) and rlimits (CPU, file size, open files); the "
+                   f"stop between calls, the kill, the CPU time and the clean-up after a "
+                   f"crash on the cgroup v2 hierarchy beside it ({self.base['unified'].parent})")
         elif self.kind == "cgroup1":
             how = (f"cgroup v1 (memory, pids, cpuacct"
                    f"{', freezer' if 'freezer' in self.base else ''}) and rlimits (CPU, "
                    f"file size, open files)")
         else:
             how = ("rlimits only (data size, processes, CPU, file size, open files); bots are "
-                   "not stopped between calls and their CPU time is not measured"
+                   "not stopped between calls, their CPU time is not measured, and a killed "
+                   "arena's bots are ended by the parent-death signals alone"
                    + (f": {self.note}" if self.note else ""))
-        return f"limits per bot process: {limits.describe()}; enforced by {how}"
+        return (f"limits per bot process: {limits.describe()}; enforced by {how}"
+                + (f" ({self.note})" if self.note and self.kind != "rlimit" else ""))
+
+    def to_json(self) -> str:
+        """The mechanism as the reaper is told it (it must not detect its own: that
+        would make a folder of its own, and look there)."""
+        return json.dumps({"kind": self.kind, "note": self.note,
+                           "base": {k: str(v) for k, v in self.base.items()}})
+
+    @classmethod
+    def from_json(cls, text: str) -> Mechanism:
+        data = json.loads(text)
+        return cls(str(data["kind"]), {str(k): Path(v) for k, v in data["base"].items()},
+                   str(data.get("note", "")))
 
 
 def _own_cgroup_path(controller: str) -> str | None:
@@ -104,9 +142,23 @@ def _writable_dir(path: Path) -> bool:
     return True
 
 
+def _v2_base(mount: Path, own_path: str) -> Path | None:
+    """This arena's folder (``trick-arena-PID``) in the v2 hierarchy at ``mount``, below
+    this process's own cgroup there, made; None where it cannot be."""
+    own = mount / own_path.lstrip("/")
+    base = own / f"{PREFIX}{os.getpid()}"
+    try:
+        base.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return base
+
+
 @cache
 def limit_mechanism() -> Mechanism:
-    """Detect cgroup v2 (with the controllers delegated), cgroup v1, or rlimits only."""
+    """Detect cgroup v2 (with the controllers delegated), cgroup v1 (with, where
+    ``ARENA_CGROUP=unified`` asks for it, the v2 hierarchy beside it for the stop, the
+    kill, the CPU time and the sweep), or rlimits only."""
     if os.environ.get("ARENA_NO_CGROUPS"):
         return Mechanism("rlimit", {}, "ARENA_NO_CGROUPS is set")
     unified = _own_cgroup_path("")
@@ -120,7 +172,7 @@ def limit_mechanism() -> Mechanism:
         # a v2 cgroup with processes in it cannot have children with controllers: use a
         # sibling-free child of our own cgroup only where the controllers can be enabled
         if {"memory", "pids"} <= available and _writable_dir(own):
-            base = own / f"trick-arena-{os.getpid()}"
+            base = own / f"{PREFIX}{os.getpid()}"
             try:
                 base.mkdir(exist_ok=True)
                 (base / "cgroup.subtree_control").write_text("+memory +pids +cpu +cpuset")
@@ -135,8 +187,11 @@ def limit_mechanism() -> Mechanism:
                     _rmdir_quietly(base)
                     return Mechanism("rlimit", {}, "cgroup v2 controllers not delegated")
             return Mechanism("cgroup2", {"": base})
-        return Mechanism("rlimit", {}, "cgroup v2 without delegated memory and pids "
-                                       "controllers (systemd-run --user --scope -p Delegate=yes)")
+        return Mechanism("rlimit", {}, (
+            "cgroup v2 without the memory and pids controllers delegated to this user: run "
+            "the arena as root, or in a delegated scope, e.g. systemd-run --user --scope -p "
+            "Delegate=yes arena ...") if os.geteuid() != 0 else (
+            "cgroup v2 without the memory and pids controllers in this cgroup"))
     base_v1: dict[str, Path] = {}
     for controller in _V1_CONTROLLERS:
         own_path = _own_cgroup_path(controller)
@@ -158,9 +213,41 @@ def limit_mechanism() -> Mechanism:
         if own_freezer is not None and (freezer / "cgroup.procs").exists() \
                 and _writable_dir(freezer):
             base_v1["freezer"] = freezer
+        wanted = os.environ.get("ARENA_CGROUP", "")
+        if wanted == "unified":
+            beside = _unified_beside()
+            if isinstance(beside, Path):
+                base_v1.pop("freezer", None)  # the v2 hierarchy stops the bots instead
+                return Mechanism("cgroup1", {**base_v1, "unified": beside})
+            return Mechanism("cgroup1", base_v1, f"ARENA_CGROUP=unified, but {beside}: "
+                                                 f"cgroup v1 does it all")
         return Mechanism("cgroup1", base_v1)
     return Mechanism("rlimit", {}, "no writable cgroup hierarchy (run as root, or with a "
                                    "delegated cgroup v2)")
+
+
+def _unified_beside() -> Path | str:
+    """This arena's folder in the v2 hierarchy beside v1 (:data:`UNIFIED_MOUNT`), checked
+    to have what is done there (``cgroup.freeze``, ``cgroup.kill``, ``cgroup.events`` and
+    ``cpu.stat`` in a cgroup made in it); else why not (a few words)."""
+    own_path = _own_cgroup_path("")
+    if own_path is None or not (UNIFIED_MOUNT / "cgroup.procs").exists():
+        return f"no cgroup v2 hierarchy is mounted at {UNIFIED_MOUNT}"
+    base = _v2_base(UNIFIED_MOUNT, own_path)
+    if base is None:
+        return f"no cgroup can be made in {UNIFIED_MOUNT}"
+    probe = base / f"probe-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+        missing = [f for f in ("cgroup.freeze", "cgroup.kill", "cgroup.events", "cpu.stat")
+                   if not (probe / f).exists()]
+    except OSError as e:
+        return f"no cgroup can be made in {base} ({e.strerror})"
+    finally:
+        _rmdir_quietly(probe)
+    if missing:
+        return f"its cgroups have no {missing[0]} (Linux 5.14 or newer has it)"
+    return base
 
 
 def _rmdir_quietly(path: Path) -> None:
@@ -201,7 +288,10 @@ class Cgroup:
         """CPU time (ns) the bot's processes got while stopped, found at the thaws since
         :meth:`take_cpu_while_stopped` (0 for a bot that was stopped whole)."""
         self._procs = str(self._dir("pids") / "cgroup.procs")
-        self._usage = str(self.dirs[""] / "cpu.stat" if self.v2
+        self.unified: Path | None = self.dirs.get("") or self.dirs.get("unified")
+        """Its v2 cgroup, where it is stopped, killed and its CPU time read (see
+        :attr:`Mechanism.unified`); None on plain v1."""
+        self._usage = str(self.unified / "cpu.stat" if self.unified is not None
                           else self.dirs["cpuacct"] / "cpuacct.usage")
         self._freezer: Path | None = None
         self._fds: dict[tuple[str, int], int] = {}
@@ -218,7 +308,7 @@ class Cgroup:
             for folder in made:
                 _rmdir_quietly(folder)
             raise SandboxError(f"cannot create the bot's cgroup: {e}") from None
-        if self._freezer is not None and not self.v2:
+        if self._freezer is not None and self._freezer.name == "freezer.state":
             hold_freezer_anchor(mechanism.base["freezer"])
 
     @property
@@ -289,7 +379,7 @@ class Cgroup:
         text = describe_processes(self.pids())
         if self._freezer is None:
             return text
-        if self.v2:
+        if self._v2_freezer:
             state = "FROZEN" if self._is_frozen() else "THAWED"
         else:  # v1's own word, FREEZING included
             state = _read(str(self._freezer)).strip() or "unreadable"
@@ -303,16 +393,17 @@ class Cgroup:
         SIGSTOP sweep)."""
         if os.environ.get("ARENA_NO_FREEZER"):
             return None
-        if self.v2:
-            path = self.dirs[""] / "cgroup.freeze"
+        if self.unified is not None:
+            path = self.unified / "cgroup.freeze"
             return path if path.exists() else None
         if "freezer" in self.dirs:
             return self.dirs["freezer"] / "freezer.state"
         return None
 
     @property
-    def has_freezer(self) -> bool:
-        return self._freezer is not None
+    def _v2_freezer(self) -> bool:
+        """The stop is v2's ``cgroup.freeze`` (else v1's ``freezer.state``, or none)."""
+        return self._freezer is not None and self._freezer.name == "cgroup.freeze"
 
     def release_wrappers(self, pids: Sequence[int | None]) -> None:
         """Take bubblewrap's monitor (its first process, in the arena's PID namespace,
@@ -336,7 +427,7 @@ class Cgroup:
         releases the sandbox's init too, as the arena once did (for the tests' controls
         only). v2 has a single hierarchy (and wakes every task to freeze it): nothing is
         done there."""
-        if self.v2 or self._freezer is None:
+        if self._v2_freezer or self._freezer is None:
             return
         target = self.mechanism.base.get("freezer")
         if target is None:
@@ -352,7 +443,8 @@ class Cgroup:
     def _write_freezer(self, frozen: bool) -> bool:
         if self._freezer is None:
             return False
-        value = ("1" if frozen else "0") if self.v2 else ("FROZEN" if frozen else "THAWED")
+        value = (("1" if frozen else "0") if self._v2_freezer
+                 else ("FROZEN" if frozen else "THAWED"))
         try:
             os.pwrite(self._fd(str(self._freezer), os.O_WRONLY), value.encode(), 0)
         except OSError:
@@ -384,8 +476,8 @@ class Cgroup:
     def _is_frozen(self) -> bool:
         if self._freezer is None:
             return False
-        if self.v2:
-            return _event(self._read_kept(str(self.dirs[""] / "cgroup.events")),
+        if self._v2_freezer and self.unified is not None:
+            return _event(self._read_kept(str(self.unified / "cgroup.events")),
                           "frozen") == 1
         return self._read_kept(str(self._freezer)).strip() == "FROZEN"
 
@@ -545,7 +637,7 @@ class Cgroup:
     def cpu_ns(self) -> int | None:
         """CPU time used by every process of the bot so far, in nanoseconds."""
         try:
-            if self.v2:
+            if self.unified is not None:
                 for line in self._read_kept(self._usage).splitlines():
                     key, _, value = line.partition(" ")
                     if key == "usage_usec":
@@ -635,9 +727,18 @@ class Cgroup:
 
     def kill_all(self, signal_number: int, spare: int | None = None) -> None:
         """Signal every process in the cgroup but ``spare`` (the arena sees them all).
+        SIGKILL of every process, where the v2 cgroup has ``cgroup.kill``: written there,
+        the kernel kills them all at once, frozen or not, and any forked meanwhile. Else
         SIGKILL with a freezer: freeze, kill every process, thaw (a frozen process dies
         at the thaw; no process can fork between the listing and the kill). Any other
         signal: thawed first (a frozen process does not act on it)."""
+        if signal_number == signal.SIGKILL and spare is None and self._kill_file():
+            self._frozen = self._pending = False
+            self._write_freezer(False)  # (a v2 freeze does not hold off a kill)
+            for pid in self._stopped:
+                _signal(pid, signal.SIGCONT)
+            self._stopped = []
+            return
         if signal_number == signal.SIGKILL and self._write_freezer(True):
             self._signal_pids(signal_number, spare)
             self._frozen = self._pending = False
@@ -648,6 +749,17 @@ class Cgroup:
             return
         self.thaw()
         self._signal_pids(signal_number, spare)
+
+    def _kill_file(self) -> bool:
+        """Kill every process of the cgroup through v2's ``cgroup.kill``; whether it could
+        (no such file: plain v1, or a kernel before 5.14)."""
+        if self.unified is None or os.environ.get("ARENA_NO_CGROUP_KILL"):
+            return False
+        try:
+            (self.unified / "cgroup.kill").write_text("1")
+        except OSError:
+            return False
+        return True
 
     def _signal_pids(self, signal_number: int, spare: int | None) -> None:
         for pid in self.pids():
@@ -862,12 +974,28 @@ def _event(text: str, key: str) -> int:
     return 0
 
 
-def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
-    """End the processes and remove the cgroups left by arena processes that died
-    (kill -9): ``arena-PID-*``; with ``owner``, those of that arena only, dead or not.
-    Frozen cgroups are killed and thawed first (a frozen process dies at the thaw)."""
-    bases = sorted(mechanism.base.items(), key=lambda item: item[0] != "freezer")
-    for _, base in bases:
+def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> list[str]:
+    """End the processes and remove the cgroups left by arena processes that died (kill
+    -9), on every hierarchy in use: on v2 (and the v2 hierarchy beside v1) each dead
+    arena's folder ``trick-arena-PID`` beside this arena's, with its bots' cgroups in it;
+    on v1 the bots' cgroups ``arena-PID-*`` in the arena's own folders. With ``owner``:
+    that arena's alone, dead or not (its reaper, at its end). The folders removed.
+
+    A v2 cgroup's processes are killed through ``cgroup.kill`` (frozen ones too, and any
+    forked meanwhile); a v1 one's are frozen, killed and thawed (a frozen process dies at
+    the thaw)."""
+    removed: list[str] = []
+    unified = mechanism.unified
+    if unified is not None:  # first: its kill ends every bot process, on v1 too
+        for folder in _arena_folders(unified.parent, owner):
+            for child in _subfolders(folder):
+                _end_cgroup(child)
+                removed.append(str(child))
+            _remove_folder(folder)
+            removed.append(str(folder))
+    v1 = sorted(((c, b) for c, b in mechanism.base.items() if c not in ("", "unified")),
+                key=lambda item: item[0] != "freezer")
+    for _, base in v1:
         try:
             names = os.listdir(base)
         except OSError:
@@ -880,21 +1008,61 @@ def sweep_stale_cgroups(mechanism: Mechanism, owner: int | None = None) -> None:
             if arena_pid != owner if owner is not None else pid_alive(arena_pid):
                 continue  # another arena's, or a live arena's
             # a bot its dead arena could not end (it was still starting): end it now
-            folder = base / name
-            freezer = next((folder / f for f in ("freezer.state", "cgroup.freeze")
-                            if (folder / f).exists()), None)
-            if freezer is not None:
-                _write_quietly(freezer, "1" if freezer.name == "cgroup.freeze" else "FROZEN")
-            for pid in _read(str(folder / "cgroup.procs")).split():
-                _signal(int(pid), signal.SIGKILL)
-                _signal(int(pid), signal.SIGCONT)
-            if freezer is not None:
-                _write_quietly(freezer, "0" if freezer.name == "cgroup.freeze" else "THAWED")
-            for _ in range(100):
-                _rmdir_quietly(base / name)
-                if not (base / name).exists():
-                    break
-                time.sleep(0.005)
+            _end_cgroup(base / name)
+            removed.append(str(base / name))
+    return removed
+
+
+def _arena_folders(parent: Path, owner: int | None) -> list[Path]:
+    """The ``trick-arena-PID`` folders in ``parent`` of ``owner``, or (None) of every
+    arena that is gone."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        pid = name[len(PREFIX):]
+        if not name.startswith(PREFIX) or not pid.isdigit():
+            continue
+        if int(pid) == owner if owner is not None else (
+                int(pid) != os.getpid() and not pid_alive(int(pid))):
+            out.append(parent / name)
+    return out
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [folder / e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _end_cgroup(folder: Path) -> None:
+    """Kill every process of the cgroup ``folder`` (v2: ``cgroup.kill``; v1: freeze, kill,
+    thaw) and remove it, once its processes are reaped (up to half a second)."""
+    kill = folder / "cgroup.kill"
+    if kill.exists():
+        _write_quietly(kill, "1")
+    else:
+        freezer = next((folder / f for f in ("freezer.state", "cgroup.freeze")
+                        if (folder / f).exists()), None)
+        if freezer is not None:
+            _write_quietly(freezer, "1" if freezer.name == "cgroup.freeze" else "FROZEN")
+        for pid in _read(str(folder / "cgroup.procs")).split():
+            _signal(int(pid), signal.SIGKILL)
+            _signal(int(pid), signal.SIGCONT)
+        if freezer is not None:
+            _write_quietly(freezer, "0" if freezer.name == "cgroup.freeze" else "THAWED")
+    _remove_folder(folder)
+
+
+def _remove_folder(folder: Path) -> None:
+    for _ in range(100):
+        _rmdir_quietly(folder)
+        if not folder.exists():
+            return
+        time.sleep(0.005)
 
 
 def _has_swap() -> bool:

@@ -37,7 +37,7 @@ def start_reaper(mechanism: Mechanism) -> None:
     try:
         starter = subprocess.Popen(
             [sys.executable, "-c", "from arena.proc.reaper import _reap; _reap()",
-             str(os.getpid())],
+             str(os.getpid()), mechanism.to_json()],
             stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
     except BaseException:
@@ -50,13 +50,16 @@ def start_reaper(mechanism: Mechanism) -> None:
 
 
 def _reap() -> None:
-    """The reaper's body (see :func:`start_reaper`): ``argv[1]`` is the arena's pid."""
+    """The reaper's body (see :func:`start_reaper`): ``argv[1]`` is the arena's pid,
+    ``argv[2]`` its mechanism (the arena's cgroup folders: the reaper's own would be
+    others, and detecting them would make one of its own)."""
     if os.fork() > 0:
         os._exit(0)
     owner = int(sys.argv[1])
+    mechanism = Mechanism.from_json(sys.argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the arena's to handle
     sys.stdin.buffer.read()  # until the arena has gone
-    sweep_stale_cgroups(limit_mechanism(), owner)
+    sweep_stale_cgroups(mechanism, owner)
 
 
 def start_cleanup() -> None:
