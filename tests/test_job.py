@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from arena.model.job import GameJob, GameOutcome, JobError, SeatJob
 from arena.play.game import run_game_blocking
 from arena.play.pool import WorkerPools
+from arena.proc.connection import BotConnection
 from arena.tournament.config import load_config
 from arena.tournament.runner import games_of, job_of, seat_jobs
 from arena.tournament.store import Store
@@ -148,7 +149,16 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
             assert outcome.restarts == {}
             assert len(outcome.latencies_ms) == 4
         # processes kept between games (a Ray worker's): the same games, fewer processes,
-        # and none plays a deal twice
+        # none plays a deal twice, and each is reclaimed after every game, as a local
+        # run's pool does (the page cache its game brought in goes before its next one)
+        reclaimed: list[str] = []
+        real_reclaim = BotConnection.reclaim
+
+        async def counted(self: BotConnection) -> str | None:
+            reclaimed.append(self.name)
+            return await real_reclaim(self)
+
+        BotConnection.reclaim = counted  # type: ignore[method-assign]
         kept = WorkerPools()
         logs = tmp_path / "kept-logs"
         try:
@@ -159,7 +169,9 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
                         == {**stored[scheduled.id], "timing": None}), scheduled.id
         finally:
             kept.close()
+            BotConnection.reclaim = real_reclaim  # type: ignore[method-assign]
         assert len(list(logs.glob("py-random*.log"))) == 4  # 8 games, 2 deals each
+        assert reclaimed == ["py-random"] * 8  # after each of its 8 games
     finally:
         os.chdir(cwd)
         if old_tmp is None:

@@ -160,6 +160,29 @@ def test_ray_run_stores_the_same_games_as_a_local_run(
     assert games(out) == local  # deal seeds, seats, every action, totals
 
 
+def test_two_games_of_one_deal_with_a_bot_in_common_are_never_in_flight_at_once(
+        ray_run: tuple[Path, dict[str, Any]]) -> None:
+    """The rule of a local run, kept on the cluster: the bot process's pages of one
+    rotation of a deal are never there for another rotation played beside it. Two games
+    ran at once (test_one_cpu_per_game), each with the bot process, and no two of them
+    shared a deal (the driver's start and end of each game, as stored)."""
+    out, _ = ray_run
+    db = sqlite3.connect(f"file:{out / 'tournament.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT id, deal_seed, started_at, ended_at FROM games"
+                          " WHERE status = 'done'").fetchall()
+    finally:
+        db.close()
+    assert len(rows) == TOTAL
+    overlapping = [(a, b) for i, (a, deal_a, start_a, end_a) in enumerate(rows)
+                   for b, deal_b, start_b, end_b in rows[i + 1:]
+                   if start_a < end_b and start_b < end_a]
+    assert overlapping  # games did run side by side
+    same_deal = [(a, b) for a, b in overlapping
+                 if dict((r[0], r[1]) for r in rows)[a] == dict((r[0], r[1]) for r in rows)[b]]
+    assert same_deal == []
+
+
 def test_one_cpu_per_game(ray_run: tuple[Path, dict[str, Any]]) -> None:
     """Two nodes of one CPU each: never more than two games at once (Ray workers
     running a game task, by their process title), and the games held every CPU."""

@@ -1,7 +1,7 @@
 """Running a league: tables chosen as games finish, a field that changes while it runs.
 
 The tournament's machinery plays every game (bot pools, the sandbox and its limits, one
-deal per process, the fair clock, :func:`arena.tournament.runner.play_stored`, the store
+deal per process, the fair clock, :func:`arena.play.host.host_game`, the store
 and its writer thread, the results chain); what differs is where the games come from:
 
 - **Sets.** Whenever a worker (``concurrency`` of them) wants a game and none is queued,
@@ -68,8 +68,8 @@ from arena.league.store import (
 )
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
-from arena.play.game import run_game
-from arena.play.pool import BotPool, DealsInFlight, leased_players
+from arena.play.host import host_game
+from arena.play.pool import BotPool, DealsInFlight
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
@@ -584,29 +584,12 @@ class League:
                 await trio.sleep(0.05)
             seed = self.seeds[scheduled.deal_no]
             job = job_of(self.base, seed, scheduled, self.seat_jobs)
-            token = self.flight.enter(scheduled.deal_seed, scheduled.bots)
             try:
-                outcome = await self._play(job, scheduled, core)
+                outcome = await host_game(self.pools, job, scheduled, core, self.writer,
+                                          self.flight, self.watcher)
             finally:
-                self.flight.leave(token)
                 self._changed.set()
             self._finished(scheduled, outcome)
-
-    async def _play(self, job: Any, scheduled: ScheduledGame, core: int | None,
-                    ) -> GameOutcome:
-        """:func:`arena.tournament.runner.play_stored`, with the watcher told."""
-        outcome: GameOutcome | None = None
-        try:
-            async with leased_players(self.pools, job, core) as players:
-                await self.writer.game_started(scheduled)
-                seated = self.watcher.started(scheduled, players)
-                outcome = await run_game(job, seated)
-            await self.writer.game_finished(scheduled, outcome.record, outcome.latencies_ms,
-                                            outcome.cpu_ms)
-        except BaseException:
-            self.watcher.finished(scheduled, None)
-            raise
-        return outcome
 
     def _finished(self, scheduled: ScheduledGame, outcome: GameOutcome) -> None:
         started = time.perf_counter()

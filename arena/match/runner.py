@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 import trio
 
 from arena.match.schedule import Tally, match_schedule
+from arena.play.host import host_game
 from arena.play.pool import BotPool, DealsInFlight
 from arena.stats.sprt import Sprt
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     job_of,
-    play_stored,
     seat_jobs,
     with_field,
 )
@@ -136,11 +136,7 @@ async def _play(config: TournamentConfig, seed: int, pending: Iterator[Scheduled
                 # both games of a pair share the deal and the tested seat, so their
                 # built-in bots are seeded alike (arena.play.seats.builtin_seed)
                 job = job_of(config, seed, scheduled, seats)
-                token = flight.enter(scheduled.deal_seed, scheduled.bots)
-                try:
-                    outcome = await play_stored(pools, job, scheduled, core, store)
-                finally:
-                    flight.leave(token)
+                outcome = await host_game(pools, job, scheduled, core, store, flight)
                 state.played += 1
                 state.stored += 1
                 state.faults += len(outcome.faults)

@@ -25,7 +25,7 @@ import trio
 from arena.model.errors import one_line
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.play.game import hello_blocking
-from arena.play.pool import run_game_kept
+from arena.play.pool import DealsInFlight, run_game_kept
 from arena.tournament.config import TournamentConfig
 from arena.tournament.runner import (
     RunSummary,
@@ -161,20 +161,32 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
     # no retries by Ray itself: the driver plays a lost game again, so it can count it
     play = ray.remote(num_cpus=1, max_retries=0)(_play_task)
     seats: dict[str, SeatJob] = seat_jobs(config)
-    queue = deque((game, 0) for game in pending)
-    in_flight: dict[Any, tuple[ScheduledGame, int]] = {}
+    # as a local run plays them: lane by lane, and never two games of one deal with a
+    # bot in common in flight at once (arena.play.pool.DealsInFlight), on any node
+    queue: deque[ScheduledGame] = deque(
+        sorted(pending, key=lambda g: (g.table_no, g.rotation, g.deal_no))
+        if config.isolation != "shared" else pending)
+    attempts: dict[str, int] = {}
+    flight = DealsInFlight((lambda name: seats[name].kind != "builtin")
+                           if config.isolation != "shared" else (lambda name: False))
+    in_flight: dict[Any, tuple[ScheduledGame, int, int]] = {}
     # enough queued to keep every CPU of the cluster busy, not the whole schedule
     limit = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
     try:
         while queue or in_flight:
             while queue and len(in_flight) < limit:
-                game, attempt = queue.popleft()
+                game = flight.take(queue)
+                if game is None:
+                    break  # each queued game meets one in flight: wait for one to end
+                attempt = attempts.get(game.id, 0)
                 if attempt == 0:
                     await store.game_started(game)
                 job = replace(job_of(config, seed, game, seats), cwd=_cwd(config))
-                in_flight[play.remote(job.to_json())] = (game, attempt)
+                token = flight.enter(game.deal_seed, game.bots)
+                in_flight[play.remote(job.to_json())] = (game, attempt, token)
             for ref in await _wait(ray, list(in_flight)):
-                game, attempt = in_flight.pop(ref)
+                game, attempt, token = in_flight.pop(ref)
+                flight.leave(token)
                 try:
                     outcome = GameOutcome.from_json(ray.get(ref))
                 except ray.exceptions.RayTaskError as e:  # the arena's own failure
@@ -187,7 +199,8 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                             f"game {game.id} was lost to cluster failures {attempt + 1} "
                             f"times (last: {one_line(str(e), 120)}); finished games are "
                             f"kept, run again to resume") from None
-                    queue.appendleft((game, attempt + 1))
+                    attempts[game.id] = attempt + 1
+                    queue.appendleft(game)
                     continue
                 if game.id in done:  # played twice: the store has it once
                     continue

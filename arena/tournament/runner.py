@@ -23,8 +23,8 @@ import trio
 from arena import __version__
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
-from arena.play.game import run_game
-from arena.play.pool import BotPool, DealsInFlight, leased_players
+from arena.play.host import host_game
+from arena.play.pool import BotPool, DealsInFlight
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.tournament.config import BotEntry, TournamentConfig
@@ -292,18 +292,6 @@ def _sandboxed(config: TournamentConfig, name: str) -> bool:
     return False
 
 
-async def play_stored(pools: dict[str, BotPool], job: GameJob, scheduled: ScheduledGame,
-                      core: int | None, store: StoreWriter) -> GameOutcome:
-    """Play ``scheduled`` with processes leased from ``pools`` (returned whatever happens)
-    and store it through the writer thread: started, then finished with its record,
-    latencies and CPU time."""
-    async with leased_players(pools, job, core) as players:
-        await store.game_started(scheduled)
-        outcome = await run_game(job, players)
-    await store.game_finished(scheduled, outcome.record, outcome.latencies_ms, outcome.cpu_ms)
-    return outcome
-
-
 async def _play_all(config: TournamentConfig, seed: int, pending: list[ScheduledGame],
                     pools: dict[str, BotPool], store: StoreWriter,
                     summary: RunSummary,
@@ -330,12 +318,8 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
         # bots of its game are held to it, so no bot can slow another game's thinking
         core = cores[slot % len(cores)] if config.isolation != "shared" else None
         while (scheduled := await next_game()) is not None:
-            token = flight.enter(scheduled.deal_seed, scheduled.bots)
-            try:
-                outcome = await play_stored(pools, job_of(config, seed, scheduled, seats),
-                                            scheduled, core, store)
-            finally:
-                flight.leave(token)
+            outcome = await host_game(pools, job_of(config, seed, scheduled, seats),
+                                      scheduled, core, store, flight)
             summary.played += 1
             summary.faults += len(outcome.faults)
             if on_game is not None:
