@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "rules": "benchmarks.rules",
     "referee": "benchmarks.grpc",
     "tournament": "benchmarks.tournament",
+    "pool": "benchmarks.pool",
     "isolation": "benchmarks.isolation",
     "runtimes": "benchmarks.runtimes",
     "bot_ids": "benchmarks.bot_ids",

@@ -47,6 +47,7 @@ from arena.tournament.config import (
     folder_bots,
     parse_bots,
     parse_game,
+    parse_pool,
     parse_runtimes,
     read_toml,
 )
@@ -55,7 +56,7 @@ FORMAT = "league"
 """The store's ``format`` of a league (a tournament's is its schedule's)."""
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking",
+        "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking", "pool",
         "runtimes"}
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _MATCHMAKING = {"top_weight", "new_games", "candidates", "met_weight", "top"}
@@ -203,7 +204,7 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
         output=output or _in(folder, out_text), engine=engine, address=address,
         working_dir=working_dir,
         retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100),
-        runtimes=runtimes)
+        runtimes=runtimes, pool=parse_pool(where, data.get("pool")))
     use_runtimes(runtimes)  # its games and its submissions' checks run in this process
     return LeagueConfig(base, house, matchmaking, seed)
 

@@ -41,6 +41,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ from arena.league.store import (
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight
+from arena.play.pool import BotPool, DealsInFlight, prepare_pools
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
@@ -347,10 +348,11 @@ class League:
                          done: Callable[[str | None], Awaitable[None]] | None) -> None:
         base = self.base
         hide = tuple(Path(h) for h in self.seat_jobs[bot.name].hide)
+        spares, max_idle, _ = base.pool.resolved(base.concurrency)
         async with BotPool(bot.name, bot.entry.spec, base.output / "logs",
                            base.startup_ms / 1000, bot.entry.confinement, base.isolation,
-                           DEALS_FOREVER, hide=hide, spares=1,
-                           max_idle=max(2, base.concurrency), cwd=bot.cwd) as pool:
+                           DEALS_FOREVER, hide=hide, spares=spares,
+                           max_idle=max_idle, cwd=bot.cwd) as pool:
             try:
                 info = await pool.open(base.game)
             except HandshakeError as e:
@@ -523,6 +525,9 @@ class League:
         while True:
             # never a game that meets one in flight on its deal and a bot
             if (game := self.flight.take(self.queue)) is not None:
+                prepare_pools({n: p for n, p in self.pools.items() if isinstance(p, BotPool)},
+                              [game, *islice(self.queue,
+                                             self.base.pool.resolved(self.base.concurrency)[2])])
                 return game
             if self.stop and not self.queue:
                 return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -156,6 +156,10 @@ class BotPool:
                  confinement: Confinement, isolation: str, deals: int,
                  hide: tuple[Path, ...] = (), spares: int = 1, max_idle: int = 8,
                  cwd: Path | None = None) -> None:
+        """``spares``: the most processes this pool starts ahead of a game at once, for
+        the games :meth:`prepare` says are coming (none is started for nothing);
+        ``max_idle``: the most it keeps idle between games (past it, the one that has seen
+        most deals ends)."""
         self.name = name
         self.spec = spec
         self.isolation = isolation
@@ -168,7 +172,9 @@ class BotPool:
         self._make: Callable[[bool], BotConnection] = lambda idle: BotConnection(
             name, spec, logs, startup_s, cwd, confinement, hide, self.info, idle)
         self._game = ""
-        self._spares_wanted = spares if spec.kind == "cmd" and isolation != "shared" else 0
+        self._spares_cap = spares if spec.kind == "cmd" and isolation != "shared" else 0
+        self._spares_wanted = 0
+        """How many spares the coming games need (:meth:`prepare`), at most the cap."""
         self._ledger = DealLedger(max_idle)
         self._spares: list[BotConnection] = []
         self._starting: list[_Starting] = []
@@ -210,6 +216,25 @@ class BotPool:
             self._top_up()
         return self.info
 
+    def prepare(self, deals: Sequence[int]) -> None:
+        """The bot's coming games, by their deals (the next few of the queue, in order):
+        start a spare for each that no idle process could play (each one plays at most
+        one of them, and none a deal it saw), at most the pool's cap, and no more than
+        that (a spare no game needs is never started: on a busy machine they took half
+        the processes started and never played)."""
+        if self._spares_cap == 0:
+            return
+        free = [c for c in self._ledger.idle if c.usable]
+        needed = 0
+        for deal in deals:
+            fit = next((c for c in free if deal not in c.deals), None)
+            if fit is None:
+                needed += 1
+            else:
+                free.remove(fit)
+        self._spares_wanted = min(needed, self._spares_cap)
+        self._top_up()
+
     async def lease(self, deal: int, core: int | None = None) -> BotConnection:
         """A connection for a game of ``deal``, used by nothing else until released. A
         process started for it starts at normal priority, held to the game's ``core``
@@ -246,6 +271,7 @@ class BotPool:
 
     async def _fresh(self, core: int | None) -> BotConnection:
         if self._spares:
+            self._spares_wanted = max(0, self._spares_wanted - 1)
             return self._spares.pop(0)
         for starting in self._starting:
             if starting.claimed:
@@ -260,6 +286,7 @@ class BotPool:
                 starting.claimed = False
                 raise
             if starting.ok:
+                self._spares_wanted = max(0, self._spares_wanted - 1)
                 self._top_up()
                 return starting.conn
             break  # it could not start: try once more, and report the failure
@@ -272,18 +299,19 @@ class BotPool:
         return conn
 
     def _top_up(self) -> None:
-        """Start spare processes in the background, so a game rarely waits for one."""
+        """Start the spare processes the coming games need (:meth:`prepare`), in the
+        background, so a game rarely waits for one."""
         if self._nursery is None or self._closed:
             return
         while (len(self._spares) + sum(not s.claimed for s in self._starting)
                < self._spares_wanted):
             starting = _Starting(self._make(True))
             self._starting.append(starting)
+            self.started += 1
             self._nursery.start_soon(self._start_spare, starting)
 
     async def _start_spare(self, starting: _Starting) -> None:
         conn = starting.conn
-        self.started += 1
         try:
             await conn.open(self._game)
         except HandshakeError:
@@ -314,6 +342,19 @@ class BotPool:
             async with trio.open_nursery() as nursery:
                 for conn in conns:
                     nursery.start_soon(conn.aclose)
+
+
+def prepare_pools(pools: Mapping[str, BotPool], coming: Iterable[Dealt]) -> None:
+    """Tell each pool the deals of its bot's coming games (``coming``: the next few of a
+    runner's queue, in order), so that it starts the spares they need, and only those."""
+    deals: dict[str, list[int]] = {}
+    for game in coming:
+        for name in game.bots:
+            if name in pools:
+                deals.setdefault(name, []).append(game.deal_seed)
+    for name, pool in pools.items():
+        if isinstance(pool, BotPool):  # (a league keeps a refused bot's place too)
+            pool.prepare(deals.get(name, []))
 
 
 @asynccontextmanager

@@ -72,6 +72,26 @@ class BotEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSettings:
+    """A file's ``[pool]``: the processes each ``cmd:`` bot's pool starts ahead of its
+    games and keeps between them (:class:`arena.play.pool.BotPool`). None: worked out
+    from ``concurrency``."""
+
+    spares: int | None = None
+    """The most started ahead at once, per bot (default 1)."""
+    max_idle: int | None = None
+    """The most kept idle between games, per bot (default ``concurrency`` + 1)."""
+    lookahead: int | None = None
+    """How many of the queued games the pools prepare for (default ``concurrency``)."""
+
+    def resolved(self, concurrency: int) -> tuple[int, int, int]:
+        """(spares, max_idle, lookahead) in force."""
+        return (1 if self.spares is None else self.spares,
+                concurrency + 1 if self.max_idle is None else self.max_idle,
+                concurrency if self.lookahead is None else self.lookahead)
+
+
+@dataclass(frozen=True, slots=True)
 class TournamentConfig:
     path: Path
     text: str
@@ -92,6 +112,8 @@ class TournamentConfig:
     candidates: tuple[str, ...] = ()
     tables_per_bot: int | None = None
     """The balanced format's tables per bot (None for the other formats)."""
+    pool: PoolSettings = field(default_factory=lambda: PoolSettings())
+    """How many processes a ``cmd:`` bot's pool starts ahead and keeps (``[pool]``)."""
     seed: int | None = None
     concurrency: int = field(default_factory=usable_cores)
     concurrency_given: bool = False
@@ -131,7 +153,7 @@ class TournamentConfig:
 
 
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
-        "schedule", "bots", "folders", "isolation", "limits", "cluster", "runtimes"}
+        "schedule", "bots", "folders", "isolation", "limits", "cluster", "runtimes", "pool"}
 ENGINES = ("local", "ray")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
@@ -315,7 +337,7 @@ def load_config(path: Path, output: Path | None = None) -> TournamentConfig:
         concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
         output=out, engine=engine, address=address, working_dir=working_dir,
         retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100),
-        runtimes=runtimes)
+        runtimes=runtimes, pool=parse_pool(where, data.get("pool")))
     use_runtimes(runtimes)  # the bots of this file start in this process
     return config
 
@@ -425,6 +447,15 @@ def check_bot_runtimes(where: str, table: str, raw: Any, bots: list[BotEntry],
         if problem is not None:
             raise ConfigError(f"{where}: {table}[{index.get(bot.name, 0)}].spec: bot "
                               f"{one_line(bot.name, 40)}: {problem}")
+
+
+def parse_pool(where: str, raw: Any) -> PoolSettings:
+    """A file's ``[pool]`` table (:class:`PoolSettings`); :class:`ConfigError`."""
+    table = _table(where, "pool", raw if raw is not None else {})
+    _known(where, "pool", table, {"spares", "max_idle", "lookahead"})
+    return PoolSettings(
+        *(None if key not in table else _int(where, f"pool.{key}", table[key], low, 1000)
+          for key, low in (("spares", 0), ("max_idle", 0), ("lookahead", 1))))
 
 
 def _limits(where: str, key: str, raw: Any, base: Limits) -> Limits:

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -24,7 +25,7 @@ from arena import __version__
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight
+from arena.play.pool import BotPool, DealsInFlight, prepare_pools
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.tournament.config import BotEntry, TournamentConfig
@@ -219,12 +220,12 @@ async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[st
     for bot in config.bots:
         if bot.spec.kind != "builtin":
             own = bot_folders_of(config, bot.name)
+            spares, max_idle, _ = config.pool.resolved(config.concurrency)
             pools[bot.name] = await stack.enter_async_context(BotPool(
                 bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                 bot.confinement, config.isolation, config.deals,
                 hide=tuple(h for h in hide if h not in own),
-                spares=config.concurrency, max_idle=2 * config.concurrency + 2,
-                cwd=bot.cwd or config.folder))
+                spares=spares, max_idle=max_idle, cwd=bot.cwd or config.folder))
     return pools
 
 
@@ -302,11 +303,15 @@ async def _play_all(config: TournamentConfig, seed: int, pending: list[Scheduled
     flight = DealsInFlight((lambda name: name in pools) if config.isolation != "shared"
                            else (lambda name: False))
 
+    lookahead = config.pool.resolved(config.concurrency)[2]
+
     async def next_game() -> ScheduledGame | None:
         """The first queued game that meets no game in flight (waiting while each one
-        would); None when the queue is empty."""
+        would); None when the queue is empty. The pools are told of the games coming
+        next, to start the spares those need (and none that no game needs)."""
         while queue:
             if (game := flight.take(queue)) is not None:
+                prepare_pools(pools, [game, *islice(queue, lookahead)])
                 return game
             await flight.changed()
         return None
