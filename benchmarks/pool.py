@@ -9,7 +9,8 @@ arena tournament`` to its end; the processes started are the bots' log files (on
 process), the least is worked out from the stored games. Also the most bot processes
 alive at once and their memory then (the sum of their resident sets, polled every 0.2
 s), and the games per second. ``--baseline DIR``: the same field run first with the
-arena's code in DIR (a checkout, e.g. before a change), for before and after in one run.
+arena's code in DIR (a checkout, e.g. before a change, with its own ``.venv``), for
+before and after in one run.
 
 ``python -m benchmarks.pool [--bots 30] [--seats 6] [--tables-per-bot 4] [--deals 2]
 [--concurrency 2] [--baseline DIR]``; ``python -m benchmarks --only pool`` runs a small
@@ -40,11 +41,13 @@ BOT = REPO / "sample_bots" / "python" / "random_bot.py"
 
 
 def field_file(folder: Path, bots: int, seats: int, tables_per_bot: int, deals: int,
-               concurrency: int) -> Path:
+               concurrency: int, pool: str = "") -> Path:
     lines = ['name = "pool-bench"', 'game = "trumps"', f"seats = {seats}", "seed = 99",
              f"concurrency = {concurrency}", "[options]", "draw = false", "[time]",
              "move_ms = 5000", "startup_ms = 60000", "[schedule]", 'format = "balanced"',
              f"deals = {deals}", f"tables_per_bot = {tables_per_bot}"]
+    if pool:
+        lines += ["[pool]", *pool.split(",")]
     for i in range(bots):
         lines += ["[[bots]]", f'name = "b{i:03d}"', f'spec = "cmd:python {BOT}"']
     path = folder / "pool.toml"
@@ -73,10 +76,13 @@ def _bot_rss(marker: bytes) -> tuple[int, int]:
 def run_field(file: Path, out: Path, code: Path) -> dict[str, Any]:
     """Run the field with the arena of ``code``; its figures."""
     tmp = Path(tempfile.mkdtemp(prefix="pb-", dir="/tmp"))
-    env = dict(os.environ, PYTHONPATH=str(code), TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
     marker = f"TMPDIR={tmp}".encode()
+    # the checkout's own environment (its bots import its arena.sdk through it)
+    python = code / ".venv" / "bin" / "python"
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "arena", "tournament", str(file), "--out",
+    proc = subprocess.Popen([str(python) if python.exists() else sys.executable, "-m",
+                             "arena", "tournament", str(file), "--out",
                              str(out), "--resamples", "20"], cwd=code, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak_count = peak_rss = 0
@@ -106,10 +112,10 @@ def run_field(file: Path, out: Path, code: Path) -> dict[str, Any]:
 
 
 def measure(bots: int, seats: int, tables_per_bot: int, deals: int, concurrency: int,
-            baseline: Path | None, out: TextIO) -> dict[str, Any]:
+            baseline: Path | None, out: TextIO, pool: str = "") -> dict[str, Any]:
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="arena-bench-pool-") as folder:
-        file = field_file(Path(folder), bots, seats, tables_per_bot, deals, concurrency)
+        file = field_file(Path(folder), bots, seats, tables_per_bot, deals, concurrency, pool)
         runs = ([("before", baseline)] if baseline is not None else []) + [("now", REPO)]
         print(f"a field of {bots} cmd: bots (the Python random sample, sandboxed), {seats} "
               f"seats, balanced, {tables_per_bot} tables a bot, {deals} deals, concurrency "
@@ -138,11 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables-per-bot", type=int, default=4)
     parser.add_argument("--deals", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--pool", default="", metavar="KEY=N,...",
+                        help="the field's [pool] settings, e.g. max_idle=8 (the baseline's "
+                             "file gets them too: an older arena may refuse them)")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="a checkout of the arena to run the same field with first")
     args = parser.parse_args(argv)
     measure(args.bots, args.seats, args.tables_per_bot, args.deals, args.concurrency,
-            args.baseline, sys.stdout)
+            args.baseline, sys.stdout, args.pool)
     return 0
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -173,6 +173,8 @@ class BotPool:
             name, spec, logs, startup_s, cwd, confinement, hide, self.info, idle)
         self._game = ""
         self._spares_cap = spares if spec.kind == "cmd" and isolation != "shared" else 0
+        self._leased: set[BotConnection] = set()
+        """Processes in a game now (back to the idle ones when it ends)."""
         self._spares_wanted = 0
         """How many spares the coming games need (:meth:`prepare`), at most the cap."""
         self._ledger = DealLedger(max_idle)
@@ -216,22 +218,28 @@ class BotPool:
             self._top_up()
         return self.info
 
-    def prepare(self, deals: Sequence[int]) -> None:
-        """The bot's coming games, by their deals (the next few of the queue, in order):
-        start a spare for each that no idle process could play (each one plays at most
-        one of them, and none a deal it saw), at most the pool's cap, and no more than
-        that (a spare no game needs is never started: on a busy machine they took half
-        the processes started and never played)."""
+    def prepare(self, deals: Sequence[int], now: int = 1) -> None:
+        """The bot's coming games, by their deals (the next few of the queue, in order;
+        the first ``now`` of them are being seated now): start a spare for each that no
+        process could play (each plays at most one of them, and none a deal it saw): for
+        the games seated now an idle one, for the later ones also one in a game now,
+        which will be idle again by then. At most the pool's cap of spares, and no more
+        than that (a spare no game needs is never started: on a busy machine they took
+        a sixth of the processes started and never played)."""
         if self._spares_cap == 0:
             return
         free = [c for c in self._ledger.idle if c.usable]
+        later = [c for c in self._leased if c.usable and len(c.deals) < self.deals]
         needed = 0
-        for deal in deals:
-            fit = next((c for c in free if deal not in c.deals), None)
+        for i, deal in enumerate(deals):
+            pool = free if i < now else free + later
+            fit = next((c for c in pool if deal not in c.deals), None)
             if fit is None:
                 needed += 1
-            else:
+            elif fit in free:
                 free.remove(fit)
+            else:
+                later.remove(fit)
         self._spares_wanted = min(needed, self._spares_cap)
         self._top_up()
 
@@ -246,12 +254,14 @@ class BotPool:
             return self._shared
         conn = self._ledger.take(deal) or await self._fresh(core)
         self._ledger.lease(conn, deal)
+        self._leased.add(conn)
         return conn
 
     async def release(self, conn: BotConnection) -> None:
         """Take a connection back after its game: kept for later deals, or ended."""
         if conn is self._shared:
             return
+        self._leased.discard(conn)
         done = (self.isolation == "game" or not conn.usable or len(conn.deals) >= self.deals
                 or self._closed)
         if done:
@@ -344,17 +354,21 @@ class BotPool:
                     nursery.start_soon(conn.aclose)
 
 
-def prepare_pools(pools: Mapping[str, BotPool], coming: Iterable[Dealt]) -> None:
-    """Tell each pool the deals of its bot's coming games (``coming``: the next few of a
-    runner's queue, in order), so that it starts the spares they need, and only those."""
+def prepare_pools(pools: Mapping[str, BotPool], coming: Sequence[Dealt]) -> None:
+    """Tell each pool the deals of its bot's coming games (``coming``: the game being
+    seated now, then the next few of a runner's queue, in order), so that it starts the
+    spares they need, and only those."""
     deals: dict[str, list[int]] = {}
-    for game in coming:
+    now: dict[str, int] = {}
+    for i, game in enumerate(coming):
         for name in game.bots:
             if name in pools:
                 deals.setdefault(name, []).append(game.deal_seed)
+                if i == 0:
+                    now[name] = 1
     for name, pool in pools.items():
         if isinstance(pool, BotPool):  # (a league keeps a refused bot's place too)
-            pool.prepare(deals.get(name, []))
+            pool.prepare(deals.get(name, []), now.get(name, 0))
 
 
 @asynccontextmanager
