@@ -330,3 +330,26 @@ def test_the_pages_are_valid_html(served: dict[str, Any], tmp_path: Path) -> Non
     errors = [f"{m.get('url')}: {m.get('message')}" for m in messages
               if m.get("type") in ("error", "non-document-error")]
     assert not errors, "\n".join(errors[:30])
+
+
+def test_a_retired_bot_is_marked_in_the_live_standings(
+        served: dict[str, Any], context: tuple[BrowserContext, Watch]) -> None:
+    """Drawn by the page's script: once bob retires his bot, its row in the standings
+    carries the mark (the author column is the league's author, not what the bot says);
+    alice's bot, still playing, does not. (Last in this module: the field changes.)"""
+    ctx, watch = context
+    watch.origin = served["url"]
+    page = open_page(ctx, served["url"])
+    page.wait_for_selector("#standings tbody tr", timeout=60_000)
+    with served["league"].client(served["bob"]) as client:
+        client.retire(XSS)
+    page.wait_for_selector("#standings tbody tr.is-retired", timeout=60_000)
+    retired = page.eval_on_selector_all(
+        "#standings tbody tr.is-retired",
+        "rows => rows.map(r => [r.dataset.bot, r.querySelector('.mark.retired').textContent,"
+        " r.children[2].textContent])")
+    assert retired == [[XSS, "retired", "bob"]], retired
+    alice = page.eval_on_selector_all("#standings tbody tr[data-bot='alice-bot']",
+                                      "rows => rows.map(r => r.className)")
+    assert alice == [""], alice
+    watch.check()
