@@ -67,9 +67,11 @@ def examples(full: int) -> int:
 HEAVY_FIRST = (
     "test_ray", "test_sample_bots", "test_tournament", "test_site_browser", "test_view",
     "test_isolation_secrets", "test_league_service", "test_isolation_limits",
+    "test_isolation_counters", "test_stop",
     "test_grpc_games", "test_checkbot", "test_crash_reports", "test_isolation_pagecache",
     "test_isolation_neighbours", "test_store_lock", "test_league_web", "test_sandbox",
     "test_job", "test_league", "test_isolation_kernel", "test_view_images", "test_human",
+    "test_ruby_bot", "test_runtimes", "test_league_limits",
 )
 """The test files that take longest (seconds of test time, most first, measured on a
 2-core machine: 65 to 8 s; test_sample_bots builds the C++ sample on a fresh machine),
