@@ -208,6 +208,34 @@ def test_a_write_that_fails_in_the_writer_thread_reaches_the_game_s_task(out: Pa
     trio.run(run)
 
 
+def test_a_finished_game_is_finished_once_and_never_started_again(out: Path) -> None:
+    """A game finished twice, or started again once finished, is refused: the stored
+    game keeps its record and its place in the chain, and the chain gains no link."""
+    with db(out) as conn:
+        record = record_of(conn)
+    game = scheduled(0)
+    with Store.open(out) as store:
+        store.game_started(game)
+        store.game_started(game)  # a running game may start afresh (a lost attempt)
+        store.game_finished(game, {**record, "game_id": game.id}, [[1.0]] * 3)
+        head = store.meta()["chain_head"]
+        with pytest.raises(StoreError, match="is not running in the store"):
+            store.game_finished(game, {**record, "game_id": game.id}, [[2.0]] * 3)
+        with pytest.raises(StoreError, match="is finished in the store already"):
+            store.game_started(game)
+        with pytest.raises(StoreError, match="is not running in the store"):
+            store.game_finished(game, {**record, "game_id": game.id}, [[3.0]] * 3)
+        assert store.meta()["chain_head"] == head
+        assert game.id in store.done_ids()
+    with db(out) as conn:
+        status, chain_seq = conn.execute("SELECT status, chain_seq FROM games WHERE id = ?",
+                                         (game.id,)).fetchone()
+        latencies = conn.execute("SELECT ms FROM latencies WHERE game_id = ?",
+                                 (game.id,)).fetchall()
+    assert status == "done" and chain_seq == TOTAL
+    assert {json.loads(ms)[0] for (ms,) in latencies} == {1.0}
+
+
 def test_one_process_two_stores_one_writer(out: Path) -> None:
     with Store.open(out) as first, Store.open(out) as second:
         first.set_meta({"note": "first"})

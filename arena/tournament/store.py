@@ -679,13 +679,24 @@ class Store:
 
     @_guarded("write")
     def game_started(self, game: ScheduledGame) -> None:
+        """Mark ``game`` ``running``. A game already running (started again after a lost
+        attempt) is started afresh; a finished game is never replaced, since it is linked
+        in the chain: :class:`StoreError`."""
         self.claim()
         with self._transaction():
-            self.db.execute(
-                "INSERT OR REPLACE INTO games (id, seq, table_no, deal_no, rotation, deal_seed,"
-                " bots, status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            stored = self.db.execute(
+                "INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots,"
+                " status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)"
+                " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq,"
+                " table_no = excluded.table_no, deal_no = excluded.deal_no,"
+                " rotation = excluded.rotation, deal_seed = excluded.deal_seed,"
+                " bots = excluded.bots, started_at = excluded.started_at"
+                " WHERE games.status = 'running'",
                 (game.id, game.seq, game.table_no, game.deal_no, game.rotation,
-                 str(game.deal_seed), json.dumps(game.bots), time.time()))
+                 str(game.deal_seed), json.dumps(game.bots), time.time())).rowcount
+            if stored != 1:
+                raise StoreError(f"{self.path}: game {game.id} started but is finished "
+                                 f"in the store already (played twice?)")
 
     @_guarded("write")
     def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
