@@ -2,7 +2,9 @@
 
 :func:`game_record` turns a finished :class:`~arena.rules.Game` into a JSON-ready dict;
 :func:`verify_record` replays a record through the rules engine and raises
-:class:`RecordError` at the first discrepancy, naming the round, trick and seat. The
+:class:`RecordError` at the first discrepancy, naming the round, trick and seat;
+:func:`record_problem` checks only the shape its readers rely on (results, faults, bids),
+for every record a store reads back. The
 format is documented in ``docs/records.md``. This module does no I/O.
 """
 
@@ -195,6 +197,70 @@ def verify_record(record: Any) -> None:
     if places != list(places_from_totals(outcome.totals)):
         raise RecordError(f"record: places {places} should be {list(outcome.places)}")
     _get(record, "faults", "record", list)
+
+
+def record_problem(record: Any, n: int) -> str | None:
+    """What is wrong with a record for ``n`` seats as the leaderboard and the site read
+    it (the results, faults and bids), or None: the shape alone, cheap enough for every
+    record a store reads back. :func:`verify_record` checks the rest against the rules
+    (``arena verify``)."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    for key in ("totals", "places"):
+        value = record.get(key)
+        if not isinstance(value, list) or len(value) != n or not all(map(_is_int, value)):
+            return f"{key} is not a list of {n} integers"
+    if not all(1 <= p <= n for p in record["places"]):
+        return f"places are not 1..{n}"
+    seats = record.get("seats")
+    if seats is not None and (not isinstance(seats, list) or len(seats) != n
+                              or not all(isinstance(x, str) for x in seats)):
+        return f"seats is not a list of {n} names"
+    forfeited = record.get("forfeited")
+    if forfeited is not None and (not isinstance(forfeited, list) or len(forfeited) != n):
+        return f"forfeited is not a list of {n} flags"
+    faults = record.get("faults", [])
+    if not isinstance(faults, list):
+        return "faults is not a list"
+    for i, fault in enumerate(faults):
+        if (not isinstance(fault, dict) or not _is_int(fault.get("seat"))
+                or not 0 <= fault["seat"] < n or not isinstance(fault.get("kind"), str)):
+            return f"faults[{i}] is not a fault of a seat 0..{n - 1}"
+    rounds = record.get("rounds", [])
+    if not isinstance(rounds, list):
+        return "rounds is not a list"
+    for i, rnd in enumerate(rounds):
+        problem = _round_problem(rnd, n)
+        if problem:
+            return f"rounds[{i}]: {problem}"
+    return None
+
+
+def _round_problem(rnd: Any, n: int) -> str | None:
+    if not isinstance(rnd, dict) or not _is_int(rnd.get("number")):
+        return "not an object with a round number"
+    hands = rnd.get("hands")
+    if not isinstance(hands, list) or len(hands) != n:
+        return f"hands is not a list of {n} hands"
+    for hand in hands:
+        if not isinstance(hand, list) or not all(isinstance(c, str) for c in hand):
+            return "a hand is not a list of cards"
+        try:
+            for card in hand:
+                parse_card(card)
+        except CardError as e:
+            return str(e)
+    bids, won = rnd.get("bids"), rnd.get("won")
+    if not isinstance(won, list) or len(won) != n or not all(map(_is_int, won)):
+        return f"won is not a list of {n} integers"
+    if bids is not None and (not isinstance(bids, list) or len(bids) != n
+                             or not all(map(_is_int, bids))):
+        return f"bids is not null or a list of {n} integers"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _verify_round(game: Game, rec: Any, where: str, full_deck: Counter[int]) -> None:
