@@ -69,8 +69,9 @@ from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
 from arena.play.players import RemotePlayer
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import limit_mechanism, usable_cores
+from arena.proc.cgroup import limit_mechanism
 from arena.proc.connection import BotConnection
+from arena.proc.tasks import usable_cores
 from arena.rules import Decision, View, new_game
 from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.schedule import tables

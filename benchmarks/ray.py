@@ -36,7 +36,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any, TextIO
 
-from arena.proc.cgroup import usable_cores
+from arena.proc.tasks import usable_cores
 from benchmarks import DEFAULT_REPEAT, Settings
 from benchmarks.grpc import ROOT
 from benchmarks.isolation import PLAYED, run_arena

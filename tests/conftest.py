@@ -713,7 +713,8 @@ it ("hybrid"): v1 for everything, or v2 for the stop, the kill, the CPU time and
 
 def unified_why_not() -> str | None:
     """Why the v2 hierarchy beside v1 cannot be used here (None: it can)."""
-    from arena.proc.cgroup import UNIFIED_MOUNT, _unified_beside
+    from arena.proc.mechanism import UNIFIED_MOUNT
+    from arena.proc.mechanism import unified_beside as _unified_beside
 
     if not (Path("/sys/fs/cgroup/memory").is_dir() and UNIFIED_MOUNT.is_dir()):
         return "not a machine with cgroup v1 and the v2 hierarchy beside it"

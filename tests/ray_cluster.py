@@ -37,7 +37,7 @@ from ray._private import ray_constants
 from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from arena.proc.cgroup import threads_stopped
+from arena.proc.tasks import threads_stopped
 
 DEADLINE_S = 180.0
 """How long one run may take before it is killed: a safety net for a hang, far above

@@ -27,8 +27,10 @@ from conftest import REPO, SAMPLE_BOTS, Sandbox, bot_cmd, run_trio, wait_until
 
 from arena.model.limits import Confinement, Limits
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import PREFIX, Cgroup, limit_mechanism, sweep_stale_cgroups
+from arena.proc.cgroup import Cgroup, limit_mechanism
+from arena.proc.mechanism import PREFIX
 from arena.proc.process import BotProcess
+from arena.proc.sweep import sweep_stale_cgroups
 
 pytestmark = pytest.mark.skipif(
     not limit_mechanism().cgroups or sandbox_works() is not None,

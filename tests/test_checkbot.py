@@ -32,7 +32,8 @@ from arena.checkbot.checker import (
 from arena.checkbot.situations import SITUATIONS, Position, Situation
 from arena.cli.checkbot import add_parser, cmd_check_bot
 from arena.model.spec import BotSpec
-from arena.proc.cgroup import describe_processes, limit_mechanism, on_the_way
+from arena.proc.cgroup import limit_mechanism
+from arena.proc.tasks import describe_processes, on_the_way
 from arena.rules import Decision, View
 from arena.rules.cards import JESTER, WIZARD
 

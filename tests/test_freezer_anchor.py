@@ -1,4 +1,4 @@
-"""The v1 freezer's anchor (arena.proc.cgroup.hold_freezer_anchor): while an arena has a
+"""The v1 freezer's anchor (arena.proc.anchor.hold_freezer_anchor): while an arena has a
 bot cgroup with a freezer it holds one empty cgroup of its own frozen, so that stopping
 and continuing a bot does not turn the kernel's freezer switch on and off at every call
 (the cost is a benchmark's figure: ``python -m benchmarks --only referee``). Shown here:
@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from arena.proc.cgroup import ANCHOR_LABEL, limit_mechanism, sweep_stale_cgroups
+from arena.proc.anchor import ANCHOR_LABEL
+from arena.proc.cgroup import limit_mechanism
+from arena.proc.sweep import sweep_stale_cgroups
 
 MECHANISM = limit_mechanism()
 pytestmark = pytest.mark.skipif(

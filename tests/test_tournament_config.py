@@ -10,7 +10,7 @@ from conftest import REPO, bot_cmd
 
 from arena.cli import main
 from arena.model.limits import Limits
-from arena.proc.cgroup import usable_cores
+from arena.proc.tasks import usable_cores
 from arena.tournament.config import ConfigError, load_config
 
 GOOD = """

@@ -30,8 +30,8 @@ from arena.match.schedule import CANDIDATE, GAMES_PER_DEAL, field_names
 from arena.model.errors import SandboxError, one_line
 from arena.model.files import FolderError, atomic_writer, claim_folder
 from arena.model.spec import BUILTIN_BOTS, BotSpec, BotSpecError
-from arena.proc.cgroup import usable_cores
 from arena.proc.reaper import start_cleanup
+from arena.proc.tasks import usable_cores
 from arena.report.format import for_terminal
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import parse_option_texts, resolve_options

@@ -29,9 +29,10 @@ from arena.model.job import GameOutcome
 from arena.model.names import clean
 from arena.model.spec import command_args
 from arena.proc.bwrap import sandbox_works
-from arena.proc.cgroup import limit_mechanism, usable_cores
+from arena.proc.cgroup import limit_mechanism
 from arena.proc.reaper import start_cleanup
 from arena.proc.runtimes import Runtime
+from arena.proc.tasks import usable_cores
 from arena.report.board import QuickStandings, build_leaderboard
 from arena.report.format import for_terminal
 from arena.report.text import (

@@ -28,8 +28,8 @@ from typing import Any
 
 from arena.model.errors import show
 from arena.model.limits import Limits
-from arena.proc.cgroup import usable_cores
 from arena.proc.runtimes import use_runtimes
+from arena.proc.tasks import usable_cores
 from arena.tournament.config import (
     ENGINES,
     ISOLATIONS,

@@ -40,8 +40,9 @@ from arena.proc.bwrap import (
     view_images,
     warm_roots,
 )
-from arena.proc.cgroup import Cgroup, describe_processes, limit_mechanism, on_the_way
+from arena.proc.cgroup import Cgroup, limit_mechanism
 from arena.proc.logs import LogPump, log_text, open_new_log
+from arena.proc.tasks import describe_processes, on_the_way
 from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
 

@@ -11,8 +11,10 @@ import subprocess
 import sys
 import tempfile
 
-from arena.proc.cgroup import Mechanism, limit_mechanism, pid_alive, sweep_stale_cgroups
+from arena.proc.mechanism import Mechanism, limit_mechanism
 from arena.proc.process import SHORT_ROOT
+from arena.proc.sweep import sweep_stale_cgroups
+from arena.proc.tasks import pid_alive
 
 _reaper_pipe: int | None = None
 """The write end of the reaper's pipe, which this process alone holds until it exits (a

@@ -20,7 +20,6 @@ from arena.model.errors import nested_deeper_than, one_line, show
 from arena.model.limits import LIMIT_KEYS, VIEWS, Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
-from arena.proc.cgroup import usable_cores
 from arena.proc.gate import GateError, own_folders, program_path
 from arena.proc.runtimes import (
     BUILTIN,
@@ -30,6 +29,7 @@ from arena.proc.runtimes import (
     installed_packages,
     use_runtimes,
 )
+from arena.proc.tasks import usable_cores
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
 from arena.tournament.schedule import FORMATS, game_count

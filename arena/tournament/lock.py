@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from arena.proc.tasks import pid_alive
+
 LOCK_NAME = "tournament.lock"
 """The lock file of an output folder (left in place: ``--fresh`` keeps it)."""
 
@@ -163,21 +165,11 @@ def _holder_pid(fd: int) -> int | None:
         except OSError:
             return None
         pid = int(text) if text.isdigit() else None
-        if pid is not None and _alive(pid):
+        if pid is not None and pid_alive(pid):
             return pid
         if time.monotonic() > deadline:
             return None
         time.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _pid_text(pid: int | None) -> str:
