@@ -20,29 +20,16 @@ the house bots and the starting field (:attr:`LeagueConfig.base`).
 
 from __future__ import annotations
 
-import hashlib
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arena.model.errors import show
-from arena.model.limits import Limits
 from arena.proc.runtimes import use_runtimes
-from arena.proc.tasks import usable_cores
 from arena.tournament.config import (
-    ENGINES,
-    ISOLATIONS,
     BotEntry,
-    ConfigError,
     TournamentConfig,
-    _in,
-    _int,
-    _known,
-    _limits,
-    _seed,
-    _str,
-    _table,
     check_bot_runtimes,
     folder_bots,
     parse_bots,
@@ -51,6 +38,16 @@ from arena.tournament.config import (
     parse_runtimes,
     read_toml,
 )
+from arena.tournament.config_read import (
+    ConfigError,
+    in_folder,
+    key_int,
+    key_seed,
+    key_str,
+    key_table,
+    known_keys,
+    parse_run_tables,
+)
 
 FORMAT = "league"
 """The store's ``format`` of a league (a tournament's is its schedule's)."""
@@ -58,7 +55,6 @@ FORMAT = "league"
 _TOP = {"name", "game", "seats", "seed", "concurrency", "output", "options", "time",
         "bots", "folders", "house", "isolation", "limits", "cluster", "matchmaking", "pool",
         "runtimes"}
-_TIME = {"move_ms", "bank_ms", "max_faults", "startup_ms"}
 _MATCHMAKING = {"top_weight", "new_games", "candidates", "met_weight", "top"}
 MAX_RATING = 10_000.0
 """House ratings are Elo values within ±this."""
@@ -123,36 +119,14 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
     if "schedule" in data:
         raise ConfigError(f"{where}: schedule: a league has no schedule: its tables are "
                           f"chosen as it runs ([matchmaking])")
-    _known(where, "", data, _TOP)
+    known_keys(where, "", data, _TOP)
     name, game, seats, options = parse_game(where, data)
-    time_table = _table(where, "time", data.get("time", {}))
-    _known(where, "time", time_table, _TIME)
-    limits = _limits(where, "limits", data.get("limits", {}), Limits())
-    cluster = _table(where, "cluster", data.get("cluster", {}))
-    _known(where, "cluster", cluster, {"engine", "address", "retries", "working_dir"})
-    engine = _str(where, "cluster.engine", cluster.get("engine", "local"))
-    if engine not in ENGINES:
-        raise ConfigError(f"{where}: cluster.engine: {show(engine)}; expected one of "
-                          f"{', '.join(ENGINES)}")
-    address = cluster.get("address", "")
-    if not isinstance(address, str):
-        raise ConfigError(f"{where}: cluster.address: expected a string, got {show(address)}")
-    working_dir = None
-    if "working_dir" in cluster:
-        working_dir = (path.parent / _str(where, "cluster.working_dir",
-                                          cluster["working_dir"])).absolute()
-        if not working_dir.is_dir():
-            raise ConfigError(f"{where}: cluster.working_dir: {show(str(working_dir))} is "
-                              f"not a folder")
-    isolation = _str(where, "isolation", data.get("isolation", "deal"))
-    if isolation not in ISOLATIONS:
-        raise ConfigError(f"{where}: isolation: {show(isolation)}; expected one of "
-                          f"{', '.join(ISOLATIONS)}")
+    run = parse_run_tables(where, path, data)
     folder = path.absolute().parent
     runtimes = parse_runtimes(where, data.get("runtimes"), folder)
     seen: set[str] = set()
     house_raw = data.get("house")
-    house_bots, skipped = parse_bots(where, house_raw, limits, folder, table="house",
+    house_bots, skipped = parse_bots(where, house_raw, run.limits, folder, table="house",
                                      extra=frozenset({"rating"}), seen=seen, empty=True)
     check_bot_runtimes(where, "house", house_raw, house_bots, runtimes, folder)
     house: dict[str, float | None] = {}
@@ -173,49 +147,31 @@ def load_league(path: Path, output: Path | None = None) -> LeagueConfig:
         raise ConfigError(f"{where}: bots: expected a list of [[bots]] tables, each with "
                           f"name and spec")
     from_folders, left_out = folder_bots(where, data.get("folders", []), folder)
-    field_bots, left = parse_bots(where, raw_bots + from_folders, limits, folder, seen=seen,
+    field_bots, left = parse_bots(where, raw_bots + from_folders, run.limits, folder, seen=seen,
                                   empty=True)
     check_bot_runtimes(where, "bots", raw_bots + from_folders, field_bots, runtimes, folder)
     skipped += left_out + left
-    mm = _table(where, "matchmaking", data.get("matchmaking", {}))
-    _known(where, "matchmaking", mm, _MATCHMAKING)
+    mm = key_table(where, "matchmaking", data.get("matchmaking", {}))
+    known_keys(where, "matchmaking", mm, _MATCHMAKING)
     matchmaking = Matchmaking(
         top_weight=_number(where, "matchmaking.top_weight", mm.get("top_weight", 0.5), 0, 100),
-        new_games=_int(where, "matchmaking.new_games", mm.get("new_games", 8), 0, 10**6),
-        candidates=_int(where, "matchmaking.candidates", mm.get("candidates", 24), 1, 10**4),
+        new_games=key_int(where, "matchmaking.new_games", mm.get("new_games", 8), 0, 10**6),
+        candidates=key_int(where, "matchmaking.candidates", mm.get("candidates", 24), 1, 10**4),
         met_weight=_number(where, "matchmaking.met_weight", mm.get("met_weight", 1.0), 0, 100),
-        top=_int(where, "matchmaking.top", mm.get("top", 3), 1, 1000))
+        top=key_int(where, "matchmaking.top", mm.get("top", 3), 1, 1000))
     seed_raw = data.get("seed")
-    seed = None if seed_raw is None else _seed(where, seed_raw)
-    out_text = _str(where, "output", data.get("output", f"out/{name}"))
+    seed = None if seed_raw is None else key_seed(where, seed_raw)
+    out_text = key_str(where, "output", data.get("output", f"out/{name}"))
     if "\0" in out_text and (output is None or "output" in data):
         raise ConfigError(f"{where}: output: {show(out_text)} holds a NUL character")
     base = TournamentConfig(
         path=path, text=text, name=name, game=game, seats=seats, options=options,
         bots=(*house_bots, *field_bots), skipped=tuple(skipped),
-        move_ms=_int(where, "time.move_ms", time_table.get("move_ms", 1000), 1, 3_600_000),
-        bank_ms=_int(where, "time.bank_ms", time_table.get("bank_ms", 0), 0, 86_400_000),
-        max_faults=_int(where, "time.max_faults", time_table.get("max_faults", 3), 1, 10**6),
-        startup_ms=_int(where, "time.startup_ms", time_table.get("startup_ms", 10000), 1,
-                        600_000),
         format=FORMAT, deals=1, seed=seed,
-        concurrency=_int(where, "concurrency", data.get("concurrency", usable_cores()), 1, 256),
-        concurrency_given="concurrency" in data, isolation=isolation, limits=limits,
-        output=output or _in(folder, out_text), engine=engine, address=address,
-        working_dir=working_dir,
-        retries=_int(where, "cluster.retries", cluster.get("retries", 3), 0, 100),
+        output=output or in_folder(folder, out_text), **run.as_fields(),
         runtimes=runtimes, pool=parse_pool(where, data.get("pool")))
     use_runtimes(runtimes)  # its games and its submissions' checks run in this process
     return LeagueConfig(base, house, matchmaking, seed)
-
-
-def with_bots(config: LeagueConfig, bots: tuple[BotEntry, ...]) -> LeagueConfig:
-    """``config`` with ``bots`` as its base's bots (the field as it is now)."""
-    return replace(config, base=replace(config.base, bots=bots))
-
-
-def file_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _number(where: str, key: str, value: Any, low: float, high: float) -> float:
