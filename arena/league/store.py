@@ -275,16 +275,6 @@ def load_bots(store: Store) -> dict[str, LeagueBot]:
     return out
 
 
-def applied_answer(store: Store, request_id: str) -> Answer | None:
-    rows = _read(store, "SELECT answer FROM league_requests WHERE id = ?", (request_id,))
-    if not rows:
-        return None
-    try:
-        return Answer.from_json(rows[0][0])
-    except (ValueError, TypeError):
-        return Answer(False, "stored answer unreadable")
-
-
 def _write_bot(db: sqlite3.Connection, bot: LeagueBot, request: str | None) -> None:
     db.execute(
         "INSERT INTO league_bots (name, base, version_no, previous, spec, entry, house,"
