@@ -15,24 +15,50 @@ rules' business, not this module's.
 
 Building a request is the referee's largest own cost per call, so the card, bid, option
 and completed-trick messages are built once and cached; the protobuf runtime copies them
-into each request. Messages returned by the public functions are always fresh.
+into each request. Messages returned by the public functions are always fresh. The
+cards, suits, options, bids and tricks, and their caches, are in
+:mod:`arena.wire.serde_values`; their public conversions are importable from here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Sequence
+from typing import Final, TypeAlias
 
 from arena.model.names import NameError_, check_hello
 from arena.model.results import BotInfo, GameResult, RoundResult
-from arena.rules import Decision, OptionError, Trick, View, option_specs
-from arena.rules.cards import JESTER, SUIT_LETTERS, WIZARD, Card, Suit
-from arena.rules.options import resolve_options
+from arena.rules import Decision, Trick, View
 from arena.v1 import bot_pb2, game_pb2
+from arena.wire.serde_values import (
+    CARDS,
+    GAME_ENUMS,
+    GAME_NAMES,
+    MAX_MS,
+    PROTOCOL_VERSION,
+    SUIT_ENUMS,
+    WireError,
+    bids_in_order,
+    card_from_message,
+    card_to_message,
+    cards_from,
+    game_from_enum,
+    game_to_enum,
+    optional_suit,
+    options_from_message,
+    options_message,
+    options_to_message,
+    suit_from_enum,
+    suit_to_enum,
+    trick_message,
+)
 
-PROTOCOL_VERSION: Final[int] = bot_pb2.PROTOCOL_VERSION_1
-"""The arena.v1 protocol revision this code speaks (``ProtocolVersion`` in bot.proto)."""
-
+__all__ = ["PROTOCOL_VERSION", "DecisionRequest", "DecisionResponse", "WireError",
+           "action_from_response", "action_to_response", "bot_info_from_response",
+           "card_from_message", "card_to_message", "decision_request", "game_ended_request",
+           "game_from_enum", "game_result_from_request", "game_to_enum", "hello_request",
+           "hello_response", "options_from_message", "options_to_message",
+           "round_ended_request", "round_result_from_request", "suit_from_enum",
+           "suit_to_enum", "view_from_message", "view_from_request", "view_to_message"]
 
 DecisionRequest: TypeAlias = bot_pb2.BidRequest | bot_pb2.ChooseTrumpRequest | bot_pb2.PlayRequest
 
@@ -41,276 +67,11 @@ DecisionResponse: TypeAlias = (
     bot_pb2.BidResponse | bot_pb2.ChooseTrumpResponse | bot_pb2.PlayResponse)
 
 
-class WireError(ValueError):
-    """Raised for a malformed protocol message: an unknown enum value, a card that is no
-    real card, a missing or inconsistent field. The message is one line saying what."""
-
-
-_SUITED = game_pb2.CARD_KIND_SUITED
-
-
-_KIND_WIZARD = game_pb2.CARD_KIND_WIZARD
-
-
-_KIND_JESTER = game_pb2.CARD_KIND_JESTER
-
-
-_NO_SUIT = game_pb2.SUIT_UNSPECIFIED
-
-
-_SUIT_ENUMS: Final[tuple[game_pb2.Suit.ValueType, ...]] = (
-    game_pb2.SUIT_CLUBS, game_pb2.SUIT_DIAMONDS, game_pb2.SUIT_HEARTS, game_pb2.SUIT_SPADES)
-
-
-_GAME_ENUMS: Final[dict[str, game_pb2.Game.ValueType]] = {
-    "wizard": game_pb2.GAME_WIZARD, "trumps": game_pb2.GAME_TRUMPS}
-
-
-_GAME_NAMES: Final[dict[int, str]] = {v: k for k, v in _GAME_ENUMS.items()}
-
-
-_DECK_RANKS: Final[dict[str, range]] = {"wizard": range(1, 14), "trumps": range(2, 15)}
-"""The ranks of each game's suited cards."""
-
-
-def suit_to_enum(suit: Suit | None) -> game_pb2.Suit.ValueType:
-    """The ``Suit`` enum value of a domain suit (0..3), SUIT_UNSPECIFIED for None."""
-    return _NO_SUIT if suit is None else _SUIT_ENUMS[suit]
-
-
-def suit_from_enum(value: int) -> Suit:
-    """The domain suit (0..3) of a ``Suit`` enum value; raises :class:`WireError` for
-    SUIT_UNSPECIFIED or an unknown value."""
-    if 1 <= value <= 4:
-        return value - 1
-    if value == _NO_SUIT:
-        raise WireError("no suit given (SUIT_UNSPECIFIED)")
-    raise WireError(f"unknown suit {value}")
-
-
-def _optional_suit(value: int) -> Suit | None:
-    """Like :func:`suit_from_enum`, with SUIT_UNSPECIFIED meaning None."""
-    return None if value == _NO_SUIT else suit_from_enum(value)
-
-
-def game_to_enum(name: str) -> game_pb2.Game.ValueType:
-    """The ``Game`` enum value of a game name (``wizard``, ``trumps``)."""
-    try:
-        return _GAME_ENUMS[name]
-    except KeyError:
-        raise ValueError(f"game {name!r} has no protocol value") from None
-
-
-def game_from_enum(value: int) -> str:
-    """The game name of a ``Game`` enum value; :class:`WireError` if there is none."""
-    try:
-        return _GAME_NAMES[value]
-    except KeyError:
-        if value == game_pb2.GAME_UNSPECIFIED:
-            raise WireError("no game given (GAME_UNSPECIFIED)") from None
-        raise WireError(f"unknown game {value}") from None
-
-
-def _new_card(card: Card) -> game_pb2.Card:
-    if card == WIZARD:
-        return game_pb2.Card(kind=_KIND_WIZARD)
-    if card == JESTER:
-        return game_pb2.Card(kind=_KIND_JESTER)
-    suit, rank = card >> 4, card & 15
-    if not (0 <= suit < 4 and 1 <= rank <= 14):
-        raise ValueError(f"{card!r} is not a card")
-    return game_pb2.Card(suit=_SUIT_ENUMS[suit], rank=rank, kind=_SUITED)
-
-
-_CARDS: Final[dict[Card, game_pb2.Card]] = {
-    c: _new_card(c)
-    for c in [s << 4 | r for s in range(4) for r in range(1, 15)] + [WIZARD, JESTER]}
-"""Every card's message, shared: only ever copied into other messages, never handed out."""
-
-
-def card_to_message(card: Card) -> game_pb2.Card:
-    """A new ``Card`` message for a domain card; ValueError if ``card`` is none."""
-    cached = _CARDS.get(card)
-    if cached is None:
-        raise ValueError(f"{card!r} is not a card")
-    msg = game_pb2.Card()
-    msg.CopyFrom(cached)
-    return msg
-
-
-def card_from_message(msg: game_pb2.Card, game: str | None = None) -> Card:
-    """The domain card of a ``Card`` message; raises :class:`WireError` if it is no card
-    (or, given ``game``, no card of that game's deck)."""
-    kind = msg.kind
-    if kind == _SUITED:
-        suit, rank = msg.suit, msg.rank
-        if not 1 <= suit <= 4:
-            raise WireError("a suited card has no suit (SUIT_UNSPECIFIED)" if suit == _NO_SUIT
-                            else f"card has unknown suit {suit}")
-        if game is None:
-            if not 1 <= rank <= 14:
-                raise WireError(f"card rank {rank} is outside 1..14")
-        elif rank not in _DECK_RANKS[game]:
-            ranks = _DECK_RANKS[game]
-            raise WireError(
-                f"card rank {rank} is not in the {game} deck ({ranks[0]}..{ranks[-1]})")
-        return (suit - 1) << 4 | rank
-    if kind in (_KIND_WIZARD, _KIND_JESTER):
-        name = "Wizard" if kind == _KIND_WIZARD else "Jester"
-        if msg.suit != _NO_SUIT or msg.rank != 0:
-            raise WireError(f"a {name} card has no suit and no rank")
-        if game is not None and game != "wizard":
-            raise WireError(f"the {game} deck has no {name}")
-        return WIZARD if kind == _KIND_WIZARD else JESTER
-    if kind == game_pb2.CARD_KIND_UNSPECIFIED:
-        raise WireError("card kind not given (CARD_KIND_UNSPECIFIED)")
-    raise WireError(f"unknown card kind {kind}")
-
-
-_CARD_OF: Final[dict[str, dict[tuple[int, int, int], Card]]] = {"wizard": {}, "trumps": {}}
-"""The cards already seen by (kind, suit, rank), per game: the bot side's fast path."""
-
-
-def _cards_from(msgs: Sequence[game_pb2.Card], game: str) -> tuple[Card, ...]:
-    known = _CARD_OF.get(game)
-    if known is None:
-        return tuple(card_from_message(m, game) for m in msgs)
-    out = []
-    for m in msgs:
-        key = (m.kind, m.suit, m.rank)
-        card = known.get(key)
-        if card is None:
-            card = known[key] = card_from_message(m, game)  # checked once per card
-        out.append(card)
-    return tuple(out)
-
-
-_OPTION_FIELDS: Final = frozenset(game_pb2.Options.DESCRIPTOR.fields_by_name)
-
-
-_OPTIONS_CACHE: dict[tuple[Any, ...], game_pb2.Options] = {}
-
-
-def _new_options(game: str, options: Mapping[str, Any]) -> game_pb2.Options:
-    msg = game_pb2.Options()
-    for name, spec in option_specs(game).items():
-        if name not in _OPTION_FIELDS:
-            raise ValueError(f"option {name!r} of {game} has no field in arena.v1.Options")
-        value = options[name]
-        if spec.kind == "suit":
-            setattr(msg, name, _NO_SUIT if value is None
-                    else _SUIT_ENUMS[SUIT_LETTERS.index(value)])
-        else:
-            setattr(msg, name, value)
-    return msg
-
-
-def _options_message(game: str, options: Mapping[str, Any]) -> game_pb2.Options:
-    """The shared, cached ``Options`` message of a game's options (all of them)."""
-    key = (game, *options.items())
-    msg = _OPTIONS_CACHE.get(key)
-    if msg is None:
-        if len(_OPTIONS_CACHE) >= 256:
-            _OPTIONS_CACHE.clear()
-        msg = _OPTIONS_CACHE[key] = _new_options(game, options)
-    return msg
-
-
-def options_to_message(game: str, options: Mapping[str, Any]) -> game_pb2.Options:
-    """A new ``Options`` message of ``game``'s options; ``options`` holds every option of
-    the game, as ``Game.options`` and ``View.options`` do (KeyError otherwise)."""
-    msg = game_pb2.Options()
-    msg.CopyFrom(_options_message(game, options))
-    return msg
-
-
-_PARSED_OPTIONS: dict[tuple[str, bytes], dict[str, Any]] = {}
-
-
-def options_from_message(game: str, msg: game_pb2.Options) -> dict[str, Any]:
-    """Every option of ``game`` from an ``Options`` message, checked by the rules;
-    :class:`WireError` says which value is not allowed."""
-    key = (game, msg.SerializeToString(deterministic=True))
-    cached = _PARSED_OPTIONS.get(key)
-    if cached is not None:
-        return dict(cached)
-    options = _options_from_message(game, msg)
-    if len(_PARSED_OPTIONS) < 256:
-        _PARSED_OPTIONS[key] = dict(options)
-    return options
-
-
-def _options_from_message(game: str, msg: game_pb2.Options) -> dict[str, Any]:
-    given: dict[str, Any] = {}
-    for name, spec in option_specs(game).items():
-        value = getattr(msg, name)
-        if spec.kind == "suit":
-            try:
-                suit = _optional_suit(value)
-            except WireError as exc:
-                raise WireError(f"option {name}: {exc}") from None
-            given[name] = None if suit is None else SUIT_LETTERS[suit]
-        else:
-            given[name] = value
-    try:
-        return resolve_options(game, option_specs(game), given)
-    except OptionError as exc:
-        raise WireError(str(exc)) from None
-
-
-_BIDS: Final[list[list[game_pb2.Bid]]] = []
-
-
-_TRICKS: dict[Trick, game_pb2.Trick] = {}
-
-
-_TRICK_CACHE_SIZE: Final = 8192
-
-
-_MAX_MS: Final = 2**32 - 1
-
-
-def _bid_message(seat: int, tricks: int) -> game_pb2.Bid:
-    """The shared ``Bid`` message of (seat, tricks)."""
-    try:
-        return _BIDS[seat][tricks]
-    except IndexError:
-        while len(_BIDS) <= seat:
-            _BIDS.append([])
-        row = _BIDS[seat]
-        row.extend(game_pb2.Bid(seat=seat, tricks=t) for t in range(len(row), tricks + 1))
-        return row[tricks]
-
-
-def _bids_in_order(bids: Sequence[int | None], dealer: int) -> list[game_pb2.Bid]:
-    """The shared ``Bid`` messages of the bids made, in bidding order (left of dealer)."""
-    n = len(bids)
-    out = []
-    for k in range(1, n + 1):
-        seat = (dealer + k) % n
-        b = bids[seat]
-        if b is not None:
-            out.append(_bid_message(seat, b))
-    return out
-
-
-def _trick_message(trick: Trick) -> game_pb2.Trick:
-    """The shared ``Trick`` message of a completed trick (cached: they repeat each call)."""
-    msg = _TRICKS.get(trick)
-    if msg is None:
-        if len(_TRICKS) >= _TRICK_CACHE_SIZE:
-            _TRICKS.clear()
-        cards = _CARDS
-        msg = _TRICKS[trick] = game_pb2.Trick(
-            leader=trick.leader, cards=[cards[c] for c in trick.cards], winner=trick.winner)
-    return msg
-
-
 def _fill_view(msg: game_pb2.SeatView, view: View) -> None:
     """Write ``view`` (all but its decision and legal actions) into an empty SeatView."""
-    cards = _CARDS
-    msg.game = _GAME_ENUMS[view.game]
-    msg.options.CopyFrom(_options_message(view.game, view.options))
+    cards = CARDS
+    msg.game = GAME_ENUMS[view.game]
+    msg.options.CopyFrom(options_message(view.game, view.options))
     msg.seat = view.seat
     msg.players = view.players
     msg.round = view.round
@@ -320,12 +81,12 @@ def _fill_view(msg: game_pb2.SeatView, view: View) -> None:
     if view.trump_card is not None:
         msg.trump_card.CopyFrom(cards[view.trump_card])
     if view.trump is not None:
-        msg.trump = _SUIT_ENUMS[view.trump]
-    msg.bids.extend(_bids_in_order(view.bids, view.dealer))
+        msg.trump = SUIT_ENUMS[view.trump]
+    msg.bids.extend(bids_in_order(view.bids, view.dealer))
     trick = msg.trick
     trick.leader = view.trick.leader
     trick.cards.extend([cards[c] for c in view.trick.cards])
-    msg.tricks.extend([_trick_message(t) for t in view.tricks])
+    msg.tricks.extend([trick_message(t) for t in view.tricks])
     msg.won.extend(view.won)
     msg.scores.extend(view.scores)
     msg.tricks_in_round = view.tricks_in_round
@@ -349,15 +110,15 @@ def decision_request(view: View, game_id: str, table_id: str, deadline_ms: int,
     otherwise. The times are clamped to what the fields hold (0..2**32-1 ms).
     """
     decision = view.decision
-    if not 0 <= deadline_ms <= _MAX_MS:
-        deadline_ms = 0 if deadline_ms < 0 else _MAX_MS
-    if not 0 <= bank_ms <= _MAX_MS:
-        bank_ms = 0 if bank_ms < 0 else _MAX_MS
+    if not 0 <= deadline_ms <= MAX_MS:
+        deadline_ms = 0 if deadline_ms < 0 else MAX_MS
+    if not 0 <= bank_ms <= MAX_MS:
+        bank_ms = 0 if bank_ms < 0 else MAX_MS
     req: DecisionRequest
     if decision is Decision.PLAY:
         req = bot_pb2.PlayRequest(
             game_id=game_id, table_id=table_id, deadline_ms=deadline_ms, bank_ms=bank_ms)
-        cards = _CARDS
+        cards = CARDS
         req.legal_cards.extend([cards[c] for c in view.legal])
     elif decision is Decision.BID:
         req = bot_pb2.BidRequest(game_id=game_id, table_id=table_id, legal_bids=view.legal,
@@ -365,7 +126,7 @@ def decision_request(view: View, game_id: str, table_id: str, deadline_ms: int,
     elif decision is Decision.TRUMP:
         req = bot_pb2.ChooseTrumpRequest(
             game_id=game_id, table_id=table_id, deadline_ms=deadline_ms, bank_ms=bank_ms,
-            legal_suits=[_SUIT_ENUMS[s] for s in view.legal])
+            legal_suits=[SUIT_ENUMS[s] for s in view.legal])
     else:
         raise ValueError(f"seat {view.seat} has no decision to make in this view")
     _fill_view(req.view, view)
@@ -388,7 +149,7 @@ def _trick_from(msg: game_pb2.Trick, game: str, players: int, complete: bool) ->
     if has_winner != complete:
         raise WireError("a completed trick has no winner" if complete
                         else "the trick in progress has a winner")
-    cards = _cards_from(msg.cards, game)
+    cards = cards_from(msg.cards, game)
     if len(cards) != players if complete else len(cards) >= players:
         raise WireError(f"a {'completed' if complete else 'unfinished'} trick has "
                         f"{len(cards)} cards for {players} players")
@@ -454,10 +215,10 @@ def view_from_message(msg: game_pb2.SeatView, decision: Decision | None = None,
         raise WireError("the view has no trick in progress")
     return View(
         game=game, seat=msg.seat, players=players, options=options, round=msg.round,
-        rounds=msg.rounds, dealer=msg.dealer, hand=_cards_from(msg.hand, game),
+        rounds=msg.rounds, dealer=msg.dealer, hand=cards_from(msg.hand, game),
         trump_card=(card_from_message(msg.trump_card, game) if msg.HasField("trump_card")
                     else None),
-        trump=_optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
+        trump=optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
         trick=_trick_from(msg.trick, game, players, complete=False),
         tricks=_completed_tricks(msg.tricks, game, players),
         won=tuple(msg.won), scores=tuple(msg.scores), stock_size=msg.stock_size,
@@ -473,7 +234,7 @@ def view_from_request(request: DecisionRequest) -> View:
     if isinstance(request, bot_pb2.PlayRequest):
         decision = Decision.PLAY
         game = game_from_enum(request.view.game)
-        legal = _cards_from(request.legal_cards, game)
+        legal = cards_from(request.legal_cards, game)
     elif isinstance(request, bot_pb2.BidRequest):
         decision = Decision.BID
         legal = tuple(request.legal_bids)
@@ -491,7 +252,7 @@ def action_to_response(decision: Decision, action: int) -> DecisionResponse:
     """The answer carrying ``action`` for a ``decision``: ``BidResponse``,
     ``ChooseTrumpResponse`` or ``PlayResponse`` (ValueError for no card or suit)."""
     if decision is Decision.PLAY:
-        cached = _CARDS.get(action)
+        cached = CARDS.get(action)
         if cached is None:
             raise ValueError(f"{action!r} is not a card")
         return bot_pb2.PlayResponse(card=cached)
@@ -501,7 +262,7 @@ def action_to_response(decision: Decision, action: int) -> DecisionResponse:
         return bot_pb2.BidResponse(tricks=action)
     if not 0 <= action < 4:
         raise ValueError(f"{action!r} is not a suit (0..3)")
-    return bot_pb2.ChooseTrumpResponse(suit=_SUIT_ENUMS[action])
+    return bot_pb2.ChooseTrumpResponse(suit=SUIT_ENUMS[action])
 
 
 def action_from_response(response: DecisionResponse, game: str | None = None) -> int:
@@ -548,7 +309,7 @@ def bot_info_from_response(response: bot_pb2.HelloResponse) -> BotInfo:
         raise WireError(str(e)) from None
     if response.protocol_version == 0:
         raise WireError("HelloResponse has no protocol_version")
-    games = tuple(dict.fromkeys(_GAME_NAMES[g] for g in response.games if g in _GAME_NAMES))
+    games = tuple(dict.fromkeys(GAME_NAMES[g] for g in response.games if g in GAME_NAMES))
     if not games:
         raise WireError("HelloResponse names no game this referee knows")
     return BotInfo(response.name, response.version, response.author,
@@ -558,14 +319,14 @@ def bot_info_from_response(response: bot_pb2.HelloResponse) -> BotInfo:
 def round_ended_request(result: RoundResult) -> bot_pb2.RoundEndedRequest:
     """The RoundEnded notification telling ``result``."""
     msg = bot_pb2.RoundEndedRequest(
-        game_id=result.game_id, table_id=result.table_id, game=_GAME_ENUMS[result.game],
+        game_id=result.game_id, table_id=result.table_id, game=GAME_ENUMS[result.game],
         seat=result.seat, players=result.players, round=result.round, rounds=result.rounds,
         dealer=result.dealer, trump=suit_to_enum(result.trump),
-        bids=_bids_in_order(result.bids, result.dealer),
-        tricks=[_trick_message(t) for t in result.tricks], won=result.won,
+        bids=bids_in_order(result.bids, result.dealer),
+        tricks=[trick_message(t) for t in result.tricks], won=result.won,
         points=result.points, totals=result.totals)
     if result.trump_card is not None:
-        msg.trump_card.CopyFrom(_CARDS[result.trump_card])
+        msg.trump_card.CopyFrom(CARDS[result.trump_card])
     return msg
 
 
@@ -585,7 +346,7 @@ def round_result_from_request(msg: bot_pb2.RoundEndedRequest) -> RoundResult:
         players=players, round=msg.round, rounds=msg.rounds, dealer=msg.dealer,
         trump_card=(card_from_message(msg.trump_card, game) if msg.HasField("trump_card")
                     else None),
-        trump=_optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
+        trump=optional_suit(msg.trump), bids=_bids_by_seat(msg.bids, players),
         tricks=_completed_tricks(msg.tricks, game, players),
         won=tuple(msg.won), points=tuple(msg.points), totals=tuple(msg.totals))
 
@@ -593,7 +354,7 @@ def round_result_from_request(msg: bot_pb2.RoundEndedRequest) -> RoundResult:
 def game_ended_request(result: GameResult) -> bot_pb2.GameEndedRequest:
     """The GameEnded notification telling ``result``."""
     return bot_pb2.GameEndedRequest(
-        game_id=result.game_id, table_id=result.table_id, game=_GAME_ENUMS[result.game],
+        game_id=result.game_id, table_id=result.table_id, game=GAME_ENUMS[result.game],
         seat=result.seat, players=result.players, totals=result.totals,
         places=result.places, forfeited=result.forfeited,
         forfeit_reason=result.forfeit_reason)
