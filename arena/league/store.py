@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.league.store_schema import LEAGUE_SCHEMA, TABLE_NAMES, TABLES
 from arena.model.errors import one_line, show
 from arena.model.limits import Confinement, Limits
 from arena.model.names import NameError_, check_name
@@ -39,50 +40,6 @@ from arena.tournament.config import BotEntry
 from arena.tournament.schedule import deal_seed, seed_commitment
 from arena.tournament.store import Store, StoreError, store_error
 
-LEAGUE_SCHEMA = "1"
-
-_TABLES = (
-    """CREATE TABLE IF NOT EXISTS league_bots (
-    name TEXT PRIMARY KEY,
-    base TEXT NOT NULL,
-    version_no INTEGER NOT NULL,
-    previous TEXT,
-    spec TEXT NOT NULL,
-    entry TEXT NOT NULL,
-    house INTEGER NOT NULL,
-    rating REAL,
-    status TEXT NOT NULL CHECK (status IN ('active', 'retired')),
-    added_at REAL NOT NULL,
-    retired_at REAL,
-    reason TEXT,
-    request TEXT
-)""",
-    """CREATE TABLE IF NOT EXISTS league_requests (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    body TEXT NOT NULL,
-    applied_at REAL NOT NULL,
-    answer TEXT NOT NULL
-)""",
-    """CREATE TABLE IF NOT EXISTS league_seasons (
-    season INTEGER PRIMARY KEY,
-    commitment TEXT NOT NULL,
-    seed TEXT NOT NULL,
-    first_set INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    closed_at REAL
-)""",
-    """CREATE TABLE IF NOT EXISTS league_sets (
-    set_no INTEGER PRIMARY KEY,
-    season INTEGER NOT NULL,
-    derivation INTEGER NOT NULL,
-    bots TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    deal_seed TEXT NOT NULL,
-    decided_at REAL NOT NULL
-)""",
-)
-TABLE_NAMES = ("league_bots", "league_requests", "league_seasons", "league_sets")
 VERSION_MARK = "@"
 """A bot's later versions are named ``NAME@2``, ``NAME@3``, ..."""
 
@@ -235,7 +192,7 @@ def _rollback(db: sqlite3.Connection) -> None:
 def ensure_tables(store: Store) -> None:
     """Make the league's tables (once)."""
     with transaction(store) as db:
-        for statement in _TABLES:
+        for statement in TABLES:
             db.execute(statement)
         db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('league_schema', ?)",
                    (LEAGUE_SCHEMA,))
