@@ -298,7 +298,7 @@ def test_a_long_games_list_is_paged_and_every_game_links_to_its_page(
     """With 7 games to a page, the Wizard tournament's games list is 3 pages: each game on
     exactly one, in schedule order, the pagers linking them all, each game page's "all
     games" leading to the page that lists it; every link resolves."""
-    monkeypatch.setattr("arena.publish.pages.LIST_ROWS", 7)
+    monkeypatch.setattr("arena.publish.game_pages.LIST_ROWS", 7)
     site = tmp_path / "site"
     assert main(["publish", str(wizard.folder), "--out", str(site), "--resamples", "10"]) == 0
     ids = list(wizard.records)

@@ -31,6 +31,7 @@ from typing import Any
 
 from arena.league.store import field_rows, has_tables, season_rows
 from arena.model.files import MARKER, read_marker, write_marker
+from arena.publish.game_pages import game_page, games_page, list_pages
 from arena.publish.markup import (
     DATA_FILE,
     Slugs,
@@ -38,18 +39,9 @@ from arena.publish.markup import (
     list_path,
     slug,
 )
-from arena.publish.pages import (
-    FaultRow,
-    GameRow,
-    LeagueFacts,
-    bot_page,
-    game_page,
-    games_page,
-    index_page,
-    list_pages,
-    tournament_page,
-)
+from arena.publish.pages import FaultRow, GameRow, LeagueFacts, bot_page, index_page
 from arena.publish.rows import GameRows
+from arena.publish.statement import tournament_page
 from arena.report.board import (
     LEAGUE,
     build_leaderboard,

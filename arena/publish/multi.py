@@ -56,7 +56,8 @@ from arena.publish.markup import (
     when,
     when_range,
 )
-from arena.publish.pages import PROVISIONAL_TITLE, scheduled_games
+from arena.publish.pages import PROVISIONAL_TITLE
+from arena.publish.statement import scheduled_games
 from arena.report.board import (
     LEAGUE,
     LEVEL,
