@@ -35,6 +35,7 @@ import trio
 
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
+from arena.proc import packages as dpkg
 from arena.proc import runtimes
 from arena.proc.bwrap import sandbox_works
 from arena.proc.images import image_mechanism
@@ -92,7 +93,7 @@ def _view_costs(repeat: int, work: Path) -> dict[str, list[float]]:
             os.environ["XDG_CACHE_HOME"] = str(work / f"cache-{i}")  # nothing kept yet
             for kind in times:
                 if kind != "memory":
-                    runtimes._memory.clear()
+                    dpkg._memory.clear()
                 start = time.perf_counter()
                 runtimes.package_view(packages)
                 times[kind].append(time.perf_counter() - start)
@@ -101,7 +102,7 @@ def _view_costs(repeat: int, work: Path) -> dict[str, list[float]]:
             os.environ.pop("XDG_CACHE_HOME", None)
         else:
             os.environ["XDG_CACHE_HOME"] = saved
-        runtimes._memory.clear()
+        dpkg._memory.clear()
     return times
 
 

@@ -33,7 +33,7 @@ from arena.league.manifest import (
     parse_manifest,
 )
 from arena.model.limits import Confinement
-from arena.proc import images, runtimes
+from arena.proc import images, packages, runtimes
 from arena.proc.bwrap import bwrap_args, sandbox_works, view_images, view_paths, warm_roots
 from arena.proc.gate import GateError, check_view
 from arena.proc.process import BotProcess
@@ -57,7 +57,7 @@ needs_ruby = pytest.mark.skipif(RUBY_MISSING is not None and not REQUIRE_RUBY,
 needs_sandbox = pytest.mark.skipif(sandbox_works() is not None,
                                    reason=f"no sandbox here: {sandbox_works()}")
 PERL_MODULES = bool(runtimes.dpkg_available() and shutil.which("perl") and any(
-    name.startswith("perl-modules") for name in runtimes._index()[0]))
+    name.startswith("perl-modules") for name in packages._index()[0]))
 needs_perl = pytest.mark.skipif(not PERL_MODULES,
                                 reason="needs Debian's perl with its modules (perl-modules-*)")
 RUBY_BOT = REPO / "sample_bots" / "ruby" / "bot.rb"
@@ -67,11 +67,11 @@ RUBY_BOT = REPO / "sample_bots" / "ruby" / "bot.rb"
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test with a cache file of its own, and no organiser's runtime before or after."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    runtimes._memory.clear()
+    packages._memory.clear()
     runtimes.use_runtimes(())
     yield
     runtimes.use_runtimes(())
-    runtimes._memory.clear()
+    packages._memory.clear()
 
 
 # -- the reduction ----------------------------------------------------------------------
@@ -98,14 +98,14 @@ def test_a_folder_the_packages_own_is_bound_whole_and_a_shared_ones_entries_alon
                             "share/gems/specs/mine-1.spec", "bin/tool"])
     _tree(tmp_path, ["share/gems/specs/theirs-2.spec"])  # another package's file
     base = [str(tmp_path / "bin")]
-    folders, files, covered = runtimes._reduce(ours, base, within=[tmp_path])
+    folders, files, covered = packages._reduce(ours, base, within=[tmp_path])
     assert folders == [tmp_path / "lib", tmp_path / "share/gems/mine-1"]
     assert files == [tmp_path / "share/gems/specs/mine-1.spec"]  # not theirs-2.spec
     assert covered == []
     # the control: a file of no package in lib/lang: lib is no longer the set's alone,
     # and its entries of the set are bound one by one (sub/ still whole)
     (tmp_path / "lib/lang/local.rb").write_text("")
-    folders, files, _ = runtimes._reduce(ours, base, within=[tmp_path])
+    folders, files, _ = packages._reduce(ours, base, within=[tmp_path])
     assert tmp_path / "lib" not in folders and tmp_path / "lib/lang/sub" in folders
     assert tmp_path / "lib/lang/a.rb" in files
     assert tmp_path / "lib/lang/local.rb" not in files
@@ -118,15 +118,15 @@ def test_a_folder_with_a_few_folders_of_other_packages_is_bound_whole_with_them_
     the folder's entries are bound alone again."""
     ours = _tree(tmp_path, [f"gems/mine-{k}/x.rb" for k in range(3)])
     _tree(tmp_path, ["gems/theirs/y.rb"])
-    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    folders, files, covered = packages._reduce(ours, [], within=[tmp_path])
     assert (folders, files, covered) == ([tmp_path / "gems"], [], [tmp_path / "gems/theirs"])
-    _tree(tmp_path, [f"gems/more-{k}/z.rb" for k in range(runtimes.MAX_COVERED)])
-    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    _tree(tmp_path, [f"gems/more-{k}/z.rb" for k in range(packages.MAX_COVERED)])
+    folders, files, covered = packages._reduce(ours, [], within=[tmp_path])
     assert folders == [tmp_path / f"gems/mine-{k}" for k in range(3)] and covered == []
     shutil.rmtree(tmp_path / "gems")
     ours = _tree(tmp_path, [f"gems/mine-{k}/x.rb" for k in range(3)])
     (tmp_path / "gems/theirs.rb").write_text("")  # a file of another package: shown whole
-    folders, files, covered = runtimes._reduce(ours, [], within=[tmp_path])
+    folders, files, covered = packages._reduce(ours, [], within=[tmp_path])
     assert folders == [tmp_path / f"gems/mine-{k}" for k in range(3)] and covered == []
 
 
@@ -138,14 +138,14 @@ def test_rubys_runtime_is_its_debian_packages_reduced() -> None:
     # the packages they depend on: Ruby's library, the gems ruby-grpc needs
     assert any(p.startswith("libruby3") for p in view.packages), view.packages
     assert "ruby-googleauth" in view.packages, view.packages
-    essential = {n for n, p in runtimes._index()[0].items() if p.essential}
+    essential = {n for n, p in packages._index()[0].items() if p.essential}
     assert not essential & set(view.packages) - set(RUBY_PACKAGES)
-    assert not runtimes.INSTALL_ONLY & set(view.packages)
+    assert not packages.INSTALL_ONLY & set(view.packages)
     base = [str(p) for p in runtimes.base_roots()]
     for path in view.shared:
         assert path.is_relative_to("/usr") or path.is_relative_to("/opt"), path
-        assert not any(path.is_relative_to(d) for d in runtimes.LEFT_OUT), path
-        assert not runtimes._under(str(path), base), path
+        assert not any(path.is_relative_to(d) for d in packages.LEFT_OUT), path
+        assert not packages._under(str(path), base), path
     specs = Path("/usr/share/rubygems-integration/all/specifications")
     shown = {p.name for p in view.files if p.parent == specs}
     assert any(name.startswith("googleauth-") for name in shown), shown
@@ -164,18 +164,18 @@ def test_rubys_runtime_is_its_debian_packages_reduced() -> None:
 def test_the_view_of_packages_is_kept_while_dpkg_is_unchanged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = runtimes.package_view(RUBY_PACKAGES)
-    assert runtimes._cache_path().is_file()
+    assert packages._cache_path().is_file()
 
     def no_dpkg(*args: str) -> str:
         raise AssertionError(f"dpkg-query {' '.join(args)} was asked again")
 
-    monkeypatch.setattr(runtimes, "_query", no_dpkg)
-    runtimes._memory.clear()  # a new process: from the cache file
+    monkeypatch.setattr(packages, "_query", no_dpkg)
+    packages._memory.clear()  # a new process: from the cache file
     assert runtimes.package_view(RUBY_PACKAGES) == first
     # dpkg's database changed (a package installed): worked out again
     status = tmp_path / "status"
-    shutil.copy(runtimes.DPKG_STATUS, status)
-    monkeypatch.setattr(runtimes, "DPKG_STATUS", status)
+    shutil.copy(packages.DPKG_STATUS, status)
+    monkeypatch.setattr(packages, "DPKG_STATUS", status)
     with pytest.raises(AssertionError, match="was asked again"):
         runtimes.package_view(RUBY_PACKAGES)
 
