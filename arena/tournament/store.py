@@ -13,11 +13,12 @@ head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all 
 game's transaction.
 
 **A constant cost per game.** Every query a run makes per game goes through an index
-(:data:`INDEXES`): the chain's end is the last entry of ``games_chain``, games from
-before the chain are found in ``games_unchained`` (empty once they are linked), the rows
-of one game by its id. The record is the last column of ``games``, so reading a row's
-other columns never walks the record's overflow pages. Finished games are read in chain
-order along ``games_chain``, without a sort (no temporary space).
+(:data:`~arena.tournament.store_schema.INDEXES`): the chain's end is the last entry of
+``games_chain``, games from before the chain are found in ``games_unchained`` (empty
+once they are linked), the rows of one game by its id. The record is the last column of
+``games``, so reading a row's other columns never walks the record's overflow pages.
+Finished games are read in chain order along ``games_chain``, without a sort (no
+temporary space).
 
 **One writer.** Every write needs the output folder's run lock (:mod:`arena.tournament.lock`):
 a run takes it first and hands it to :meth:`Store.open`; a store opened without it takes
@@ -104,7 +105,8 @@ class Store:
         database is refused with :class:`StoreError` and left as it is. Another process
         opening the same store at the same moment (e.g. both turning an old store's
         journal to WAL) can make SQLite answer "locked" at once, without its busy wait:
-        the opening is then tried again, for up to :data:`OPEN_WAIT_S` seconds.
+        the opening is then tried again, for up to
+        :data:`~arena.tournament.store_errors.OPEN_WAIT_S` seconds.
 
         ``lock``: the folder's run lock, taken by the caller (a run takes it before
         ``--fresh`` removes anything). The store owns it from then on: it is released

@@ -27,7 +27,8 @@ DECIMAL = re.compile(r"-?[0-9]{1,80}")
 
 @dataclass(frozen=True, slots=True)
 class BotTotals:
-    """The running totals of some bots (the versions of one), from :data:`TOTALS`."""
+    """The running totals of some bots (the versions of one), from
+    :data:`~arena.tournament.store_schema.TOTALS`."""
 
     games: int
     """Games played, counted once per version that sat in them."""
