@@ -461,23 +461,7 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
                  game: Callable[[League], None], max_games: int | None,
                  ) -> tuple[LeagueSummary, League | None]:
     """Run the league (as ``run`` does) with the league service in front of it."""
-    from arena.league.service import SubmitRules
-    from arena.online.backend import RunnerBackend
-    from arena.online.checks import BundleCheck
-    from arena.online.server import Serving, serve_league
-
-    backend = RunnerBackend(config)
-    ready = trio.Event()
-    result: list[tuple[LeagueSummary, League | None]] = []
-
-    def on_start(league: League) -> None:
-        backend.attach(league)
-        started(league)
-        ready.set()
-
-    def on_event(text: str) -> None:
-        event(text)
-        backend.on_event(text)
+    from arena.league_service import ServeSettings, Serving, serve
 
     def announce(where: Serving) -> None:
         scheme = "grpcs" if where.tls else "grpc"
@@ -489,26 +473,10 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
               + (f"; live page {where.web_url}" if where.web_url else ""),
               file=sys.stderr, flush=True)
 
-    async with trio.open_nursery() as nursery:
-        async def league_task() -> None:
-            result.append(await run_league(config, store, on_event=on_event,
-                                           on_start=on_start, on_game=game,
-                                           max_games=max_games))
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(league_task)
-        await ready.wait()
-        checker = BundleCheck(move_ms=config.base.move_ms,
-                              games_per_kind=serving["check_games"],
-                              limits=config.base.limits, games=(config.base.game,),
-                              options=tuple(sorted(config.base.options.items())))
-        nursery.start_soon(lambda: serve_league(
-            backend, config.output, serving["address"], serving["tls"],
-            rules=SubmitRules(runtimes=serving["runtimes"]), checker=checker,
-            web=serving["web"], announce=announce))
-    if not result:
-        raise KeyboardInterrupt
-    return result[0]
+    settings = ServeSettings(serving["address"], serving["tls"], serving["web"],
+                             serving["runtimes"], serving["check_games"])
+    return await serve(config, store, settings, on_event=event, on_start=started,
+                       on_game=game, max_games=max_games, announce=announce)
 
 
 # -- authors -----------------------------------------------------------------------------

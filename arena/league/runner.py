@@ -20,11 +20,14 @@ and its writer thread, the results chain); what differs is where the games come 
   live and the published ratings always rate the same games. They are rebuilt from the
   store's results when a run starts (a set a stopped run left unfinished is held until
   this run finishes it). House bots with a rating are its fixed anchors.
-- **The field.** The inbox (:mod:`arena.league.inbox`) is read every half second, off the
-  game loop; each request is applied in one store transaction with its id, then takes
-  effect at once: an added bot's pool is opened (its hand-shake: a bot that fails is
-  retired with the reason) and it joins the next tables; a retired bot joins none, and its
-  pool is closed once its last set is finished.
+- **The field.** A change of the field is a request (add, update, retire, close) handed
+  to the run's one request task: through memory (:meth:`League.submit`, the league
+  service of the same process), or from the inbox (:mod:`arena.league.inbox`, commands
+  from another terminal), read every half second off the game loop. Each request is
+  applied in one store transaction with its id, then takes effect at once: an added
+  bot's pool is opened (its hand-shake: a bot that fails is retired with the reason) and
+  it joins the next tables; a retired bot joins none, and its pool is closed once its
+  last set is finished.
 - **Seasons.** The first run draws a master seed (or takes the file's) and stores it with
   its SHA-256 commitment; ``arena league close`` (through the inbox while a run goes on)
   stops new sets, lets the sets in flight finish, reveals the seed and starts the next
@@ -223,6 +226,8 @@ class _Refused(BotPool):
 
 
 Event = Callable[[str], None]
+Reply = Callable[[Answer], Awaitable[None]]
+"""How a request's answer goes back to whoever asked (a file of the inbox, or memory)."""
 
 
 class GameWatcher:
@@ -288,8 +293,12 @@ class League:
         self._decide_lock = trio.Lock()
         self._changed = trio.Event()
         self._busy: set[str] = set()
-        """Requests being carried out (an added bot's hand-shake): not read again."""
-        self.closing: tuple[Path, dict[str, Any]] | None = None
+        """Inbox requests handed to the request task and not answered yet: not read
+        again."""
+        self._requests_in, self._requests = trio.open_memory_channel[
+            tuple[dict[str, Any], Reply]](0)
+        """The run's requests, taken one at a time by :meth:`take_requests`."""
+        self.closing: tuple[dict[str, Any], Reply] | None = None
         self.planned = 0
         """Games of the sets this run decided."""
         self.stop = False
@@ -411,36 +420,75 @@ class League:
         if waiting:
             await all_done.wait()
 
-    # -- the inbox ------------------------------------------------------------------
+    # -- the requests ---------------------------------------------------------------
+
+    async def submit(self, request: dict[str, Any]) -> Answer:
+        """Hand ``request`` (with its ``id``) to the run through memory and wait for its
+        answer: an added bot's once its first process answered the hand-shake. What the
+        league service of this process calls; no file is written."""
+        send, receive = trio.open_memory_channel[Answer](1)
+
+        async def reply(answer: Answer) -> None:
+            try:
+                send.send_nowait(answer)
+            except trio.BrokenResourceError:
+                pass  # the asker gave up waiting: the request was carried out all the same
+
+        async with receive:
+            await self._requests_in.send((request, reply))
+            return await receive.receive()
+
+    async def take_requests(self) -> None:
+        """Carry out the run's requests, one at a time, from memory and from the inbox."""
+        async for request, reply in self._requests:
+            await self._request(request, reply)
 
     async def read_inbox(self) -> None:
+        """Hand the inbox's requests (from another terminal) to :meth:`take_requests`,
+        every :data:`arena.league.inbox.POLL_S` seconds; close the season when asked and
+        its sets are finished."""
         out = self.base.output
         while True:
+            close_handed = False
             for path, request in await trio.to_thread.run_sync(inbox.pending, out):
                 if path.stem in self._busy:
                     continue
-                await self._request(path, request)
+                if request is not None and request.get("kind") == "close" and (
+                        close_handed or self.closing is not None):
+                    continue  # one close at a time: the next waits in the inbox
+                close_handed = close_handed or (request is not None
+                                                and request.get("kind") == "close")
+                if request is None:
+                    await trio.to_thread.run_sync(inbox.answer, path, Answer(
+                        False, f"{path.name}: not a request of this arena").to_json())
+                    continue
+                self._busy.add(path.stem)
+                await self._requests_in.send((request, self._file_reply(path)))
             if self.closing is not None:
                 await self._try_close()
             await trio.sleep(inbox.POLL_S)
 
-    async def _request(self, path: Path, request: dict[str, Any] | None) -> None:
-        if request is None:
-            await trio.to_thread.run_sync(inbox.answer, path, Answer(
-                False, f"{path.name}: not a request of this arena").to_json())
-            return
+    def _file_reply(self, path: Path) -> Reply:
+        async def reply(answer: Answer) -> None:
+            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            self._busy.discard(path.stem)
+
+        return reply
+
+    async def _request(self, request: dict[str, Any], reply: Reply) -> None:
         kind = request.get("kind")
         if kind == "close":
-            if self.closing is None:
-                self.closing = (path, request)
-                self._busy.add(path.stem)
-                self.on_event("close requested: no new set; the sets in flight finish first")
+            if self.closing is not None:
+                await reply(Answer(False, "a close of the season is under way already"))
+                return
+            self.closing = (request, reply)
+            self.on_event("close requested: no new set; the sets in flight finish first")
             return
         house = {n: b.rating for n, b in self.bots.items() if b.house}
         answer, new = await self.writer.call(lambda s: apply_request(s, request, house))
         self.summary.requests += new
         if not (answer.ok and new):
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             return
         self.on_event(answer.message)
         fresh = await self.writer.call(load_bots)
@@ -450,17 +498,14 @@ class League:
             if old is not None and old.active and not bot.active:
                 self._retired(name, bot.reason)
         if kind == "retire" or answer.name is None:
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             self._changed.set()
             return
-        self._busy.add(path.stem)
         joined = self.bots[answer.name]
 
         async def done(error: str | None) -> None:
-            final = answer if error is None else Answer(
-                False, f"{joined.name} was added, then retired: {error}", joined.name)
-            await trio.to_thread.run_sync(inbox.answer, path, final.to_json())
-            self._busy.discard(path.stem)
+            await reply(answer if error is None else Answer(
+                False, f"{joined.name} was added, then retired: {error}", joined.name))
 
         await self.join(joined, done)
 
@@ -469,7 +514,7 @@ class League:
         assert self.closing is not None
         if self.open_sets or self.queue:
             return
-        path, request = self.closing
+        request, reply = self.closing
         async with self._decide_lock:
             # a set being decided when the close came is stored before it is open here:
             # look again once the decision is whole, or the store refuses the close
@@ -487,8 +532,7 @@ class League:
                 answer.extra["next_commitment"] = self.season.commitment if self.season \
                     else None
             self.closing = None
-            self._busy.discard(path.stem)
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             self._changed.set()
 
     async def _new_season(self) -> None:
@@ -657,6 +701,7 @@ async def run_league(config: LeagueConfig, store: Store, *,
                     if on_start is not None:
                         on_start(league)
                     async with trio.open_nursery() as work:
+                        work.start_soon(league.take_requests)
                         work.start_soon(league.read_inbox)
                         async with trio.open_nursery() as workers:
                             for slot in range(league.base.concurrency):

@@ -1,5 +1,5 @@
 """The league service's gRPC server: the ``arena.v1.LeagueService`` servicer over a
-:class:`LeagueHandler` (the service's logic, :class:`arena.league.service.LeagueService`,
+:class:`LeagueHandler` (the service's logic, :class:`arena.league_service.service.LeagueService`,
 which lives in trio), with health checking and reflection.
 
 **Threads.** The server is grpcio's asyncio server (``grpc.aio``) on an event loop of its
