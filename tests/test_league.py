@@ -28,7 +28,7 @@ import pytest
 from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, arena_in_process
 
 from arena.league import inbox
-from arena.league.runner import rebuild_ratings, rebuild_sets
+from arena.league.sets import rebuild_ratings, rebuild_sets
 from arena.league.store import apply_request, entry_json, load_bots
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec

@@ -14,8 +14,8 @@ and its writer thread, the results chain); what differs is where the games come 
   flight plays that set to its end and no new one.
 - **Live ratings.** :class:`arena.league.live.LiveRatings` with ``compare="cards"``: the
   bots that held the same seat's cards in a set's rotations are compared, so the deal's
-  luck cancels. A set counts once it is whole (:class:`WholeSets`: its last rotation
-  stored, then one full Newton step), as on the published board
+  luck cancels. A set counts once it is whole (:class:`~arena.league.sets.WholeSets`: its
+  last rotation stored, then one full Newton step), as on the published board
   (:func:`arena.report.board.whole_sets`, :func:`arena.stats.ratings.same_cards`): the
   live and the published ratings always rate the same games. They are rebuilt from the
   store's results when a run starts (a set a stopped run left unfinished is held until
@@ -36,24 +36,22 @@ and its writer thread, the results chain); what differs is where the games come 
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
 import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from arena.league import audit, inbox
+from arena.league import inbox
 from arena.league.config import LeagueConfig
-from arena.league.live import LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
+from arena.league.sets import add_met, game_of, met_counts, rebuild_sets, season_seed
 from arena.league.store import (
     Answer,
     LeagueBot,
@@ -88,10 +86,6 @@ DEALS_FOREVER = 1 << 62
 """A league's processes never run out of deals: each set has its own."""
 
 
-class LeagueError(RuntimeError):
-    """The league cannot run; one line."""
-
-
 @dataclass(slots=True)
 class LeagueSummary:
     played: int = 0
@@ -103,114 +97,6 @@ class LeagueSummary:
     requests: int = 0
     update_ms: list[float] = field(default_factory=list)
     """The live ratings' update time after each whole set (its last game), milliseconds."""
-
-
-def season_seed(file_seed: int | None, season: int) -> int:
-    """The master seed of ``season``: drawn at random, or derived from the file's ``seed``
-    (for tests: the same file gives the same deals)."""
-    if file_seed is None:
-        return secrets.randbits(128)
-    if season == 1:
-        return file_seed
-    digest = hashlib.sha256(f"trick-arena/league-season/{file_seed}/{season}".encode())
-    return int.from_bytes(digest.digest()[:16], "big")
-
-
-def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
-    """Rotation ``rotation`` of a set: table number = set number, deal number = season."""
-    return audit.game_of(decision.set_no, decision.season, decision.bots,
-                         decision.deal_seed, rotation)
-
-
-COMPARE = "cards"
-"""What the league's ratings compare (:class:`LiveRatings`): the bots that held the same
-seat's cards in a duplicate set, as the league's published board does."""
-
-
-class WholeSets:
-    """The live ratings fed whole duplicate sets only: a game is held until every rotation
-    of its set (``seats`` games of one unit) is stored, then the set is recorded and one
-    full Newton step taken (:meth:`LiveRatings.record_set`). A set in flight is never half
-    counted: the live ratings hold the comparisons of the published board
-    (:func:`arena.report.board.whole_sets`), whatever the order the rotations finish in."""
-
-    def __init__(self, live: LiveRatings, seats: int) -> None:
-        self.live = live
-        self.seats = seats
-        self.held: dict[str, list[GameScores]] = {}
-        """The stored games of each set not yet whole, by unit."""
-
-    def add(self, game: GameScores, *, update: bool = True) -> bool:
-        """One stored game; True when it made its set whole (and the set was recorded:
-        with ``update`` a full step, without it none, for :meth:`LiveRatings.settle`)."""
-        held = self.held.setdefault(game.unit, [])
-        held.append(game)
-        if len(held) < self.seats:
-            return False
-        del self.held[game.unit]
-        if update:
-            self.live.record_set(held)
-        else:
-            for g in held:
-                self.live.record(g, update=False)
-        return True
-
-
-def rebuild_ratings(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
-                    ) -> tuple[LiveRatings, int]:
-    """The live ratings of every stored whole set, settled (the results table, not the
-    records: a second or so at 100,000 games); and the number of games stored. ``seats``
-    (default: the store's) is a set's rotations. Use :func:`rebuild_sets` to go on
-    feeding them (the games of the sets not yet whole are held there)."""
-    return rebuild_sets(store, bots, seats).live, store.count_done()
-
-
-def rebuild_sets(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
-                 ) -> WholeSets:
-    """The live ratings (``compare="cards"``) of every stored whole set, settled, in a
-    :class:`WholeSets` that holds the stored games of the sets not yet whole."""
-    house = {b.name: b.rating for b in bots.values() if b.house and b.rating is not None}
-    live = LiveRatings(bots=[b.name for b in bots.values() if b.name not in house],
-                       house={k: v for k, v in house.items() if v is not None},
-                       compare=COMPARE)
-    if seats is None:
-        seats = int(store.meta().get("seats") or 0)
-    sets = WholeSets(live, seats)
-    rows = store.db.execute(
-        "SELECT r.game_id, g.table_no, g.deal_no, r.bot, r.score FROM results AS r JOIN"
-        " games AS g ON g.id = r.game_id WHERE g.status = 'done' ORDER BY g.seq, r.seat"
-    ).fetchall()
-    whole = 0
-    current: str | None = None
-    unit = ""
-    names: list[str] = []
-    scores: list[float] = []
-    for game_id, table_no, deal_no, bot, score in [*rows, (None, 0, 0, "", 0)]:
-        if game_id != current:
-            if current is not None and len(names) >= 2:
-                whole += sets.add(GameScores(unit, tuple(names), tuple(scores)),
-                                  update=False)
-            current, names, scores = game_id, [], []
-            unit = f"t{table_no}-d{deal_no}"  # ScheduledGame.unit: the set
-        names.append(str(bot))
-        scores.append(float(score))
-    if whole:
-        live.settle()
-    return sets
-
-
-def met_counts(sets: list[SetDecision]) -> dict[tuple[str, str], int]:
-    met: dict[tuple[str, str], int] = {}
-    for s in sets:
-        add_met(met, s.bots)
-    return met
-
-
-def add_met(met: dict[tuple[str, str], int], bots: tuple[str, ...]) -> None:
-    for i, a in enumerate(bots):
-        for b in bots[i + 1:]:
-            key = (a, b) if a < b else (b, a)
-            met[key] = met.get(key, 0) + 1
 
 
 class _Refused(BotPool):
@@ -316,8 +202,9 @@ class League:
         own = self._folders(bot.name)
         c, remote = bot.entry.confinement, bot.entry.spec.remote
         read_only = tuple(str(p if p.is_absolute() else bot.cwd / p) for p in c.read_only)
+        limits = tuple(sorted((k, int(v)) for k, v in asdict(c.limits).items()))
         return SeatJob(bot.name, bot.entry.spec.kind, bot.entry.spec.value, c.sandbox,
-                       tuple(sorted(_limits(c.limits).items())), read_only, c.env,
+                       limits, read_only, c.env,
                        tuple(str(h) for h in hide if h not in own),
                        None if remote.tls_ca is None else remote.tls_ca.decode(),
                        remote.server_name, remote.token, remote.insecure, c.view,
@@ -667,11 +554,6 @@ class League:
         ranked = [r for r in ratings.values() if r.name not in house and r.games]
         ranked.sort(key=lambda r: (-round(r.elo, 9), r.name))
         return [(r.name, r.elo, r.sigma, r.games) for r in ranked]
-
-
-def _limits(limits: Any) -> dict[str, int]:
-    from dataclasses import asdict
-    return {k: int(v) for k, v in asdict(limits).items()}
 
 
 async def run_league(config: LeagueConfig, store: Store, *,

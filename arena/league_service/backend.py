@@ -209,7 +209,7 @@ class RunnerBackend(GameWatcher):
         for name in scheduled.bots:
             r = ratings.get(name)
             points = self.history.setdefault(name, [])
-            # the ratings move once a set is whole (arena.league.runner.WholeSets): a
+            # the ratings move once a set is whole (arena.league.sets.WholeSets): a
             # point for each whole set, not one a game
             if r is not None and r.games and (not points or points[-1].games != r.games):
                 points.append(RatingPoint(r.games, r.elo, r.sigma, now))
