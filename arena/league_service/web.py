@@ -27,7 +27,7 @@ escape them (:func:`arena.publish.markup.esc`). The logs need the author's token
 an ``Authorization`` header (never in a URL) and checked by the service: an author sees the
 logs of their own bots only. Pages carry a Content-Security-Policy allowing only the
 server's own scripts. What a page reads of the league runs as a trio task of the league's
-loop (:class:`arena.http.server.TrioCalls`) and reads the store through its readers
+loop (:class:`arena.http.trio_calls.TrioCalls`) and reads the store through its readers
 (:mod:`arena.tournament.readers`), never on the writer thread.
 """
 
@@ -53,9 +53,9 @@ from arena.http.server import (
     Request,
     Response,
     Stream,
-    TrioCalls,
     text,
 )
+from arena.http.trio_calls import TrioCalls
 from arena.league_service.backend import ReplayWithheld
 from arena.league_service.service import LeagueService
 from arena.model.league_api import (
