@@ -381,6 +381,7 @@ def test_kill9_during_an_upload_loses_nothing_acknowledged(own_league: League,
         kept = submit(client, bot_folder(tmp_path, "nina-kept"))
     assert verdict(kept) == ACCEPTED, why(kept)
     sent = threading.Event()
+    killed = threading.Event()
 
     def upload() -> Iterator[league_pb2.SubmitRequest]:
         yield league_pb2.SubmitRequest(header=league_pb2.SubmitHeader(size=8 << 20,
@@ -388,7 +389,7 @@ def test_kill9_during_an_upload_loses_nothing_acknowledged(own_league: League,
         for _ in range(3):
             yield league_pb2.SubmitRequest(chunk=os.urandom(CHUNK_BYTES))
         sent.set()
-        time.sleep(30)
+        killed.wait(60)  # the upload stays open, unfinished, until the server is killed
 
     channel = grpc.secure_channel(league.target, grpc.ssl_channel_credentials(league.ca))
     stub = league_pb2_grpc.LeagueServiceStub(channel)
@@ -399,6 +400,7 @@ def test_kill9_during_an_upload_loses_nothing_acknowledged(own_league: League,
     assert wait_until(lambda: incoming.is_dir() and any(
         p.name.startswith("upload-") for p in incoming.iterdir()), 30)
     league.kill9()
+    killed.set()
     with pytest.raises(grpc.RpcError):
         list(call)
     channel.close()
