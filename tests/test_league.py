@@ -203,6 +203,51 @@ def test_a_request_applied_before_a_kill_is_not_applied_twice(tmp_path: Path) ->
     assert query(out, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
 
 
+def test_a_request_of_the_same_process_reaches_the_run_in_memory(tmp_path: Path) -> None:
+    """``League.submit`` (what the league service of ``arena league serve`` calls): the
+    request goes to the run's request task through memory and its answer comes back the
+    same way: no file in the inbox, ever. Sent again with the same id, it is answered from
+    the store and not applied twice."""
+    import trio
+
+    from arena.cli.league_store import claim, open_store
+    from arena.league.config import load_league
+    from arena.league.runner import League, run_league
+    from arena.tournament.lock import RunLock
+
+    config = load_league(league_toml(tmp_path), None)
+    claim(config)
+    store = open_store(config, RunLock.take(config.output, "league"))
+    request = {"id": inbox.new_id(), "kind": "add", "name": "late",
+               "entry": entry_json(BotEntry("late", BotSpec.parse("random"), None,
+                                            Confinement()), tmp_path)}
+    answers = []
+    joined: list[bool] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            def on_start(league: League) -> None:
+                async def ask() -> None:
+                    with trio.fail_after(60):
+                        answers.append(await league.submit(dict(request)))
+                        joined.append("late" in league.ready)
+                        answers.append(await league.submit(dict(request)))
+                nursery.start_soon(ask)
+
+            await run_league(config, store, on_start=on_start, max_games=8)
+
+    try:
+        trio.run(main)
+    finally:
+        store.close()
+    assert [a.ok for a in answers] == [True, True], answers
+    assert joined == [True]  # answered once the bot can be seated
+    assert not (config.output / "inbox").exists()
+    assert query(config.output, "SELECT COUNT(*) FROM league_bots WHERE name = 'late'"
+                 )[0][0] == 1
+    assert query(config.output, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
+
+
 def test_field_changes_without_a_run_are_applied_at_once(tmp_path: Path) -> None:
     path = league_toml(tmp_path, bots=3)
     added = arena("league", "add", str(path), "extra", "heuristic", cwd=tmp_path)
