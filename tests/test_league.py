@@ -248,6 +248,35 @@ def test_a_request_of_the_same_process_reaches_the_run_in_memory(tmp_path: Path)
     assert query(config.output, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
 
 
+def test_an_authors_limits_change_and_the_token_stays(tmp_path: Path) -> None:
+    """``arena league author limits`` (docs/league.md: limits are per author): the new
+    limits are stored, what is not given is kept, the token still works; an unknown
+    author and a limit out of range are one line, exit 2."""
+    from arena.league.authors import AuthorFile, token_digest
+
+    league_toml(tmp_path)
+    added = arena_in_process("league", "author", "add", "league.toml", "alice",
+                             "--max-bundle-mib", "2", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    changed = arena_in_process("league", "author", "limits", "league.toml", "alice",
+                               "--submissions-per-hour", "7", cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.startswith("alice: 7 submissions/hour, bundles up to 2 MiB")
+    alice = AuthorFile.in_folder(tmp_path / "out").by_digest(token_digest(token))
+    assert alice is not None and alice.name == "alice"
+    assert alice.limits.submissions_per_hour == 7 and alice.limits.max_bundle_bytes == 2 << 20
+    listed = arena_in_process("league", "author", "list", "league.toml", cwd=tmp_path)
+    assert "alice: active; 7 submissions/hour, bundles up to 2 MiB" in listed.stdout
+    unknown = arena_in_process("league", "author", "limits", "league.toml", "bob",
+                               "--submissions-per-hour", "7", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert unknown.stderr == "arena league author limits: no author 'bob'\n"
+    wrong = arena_in_process("league", "author", "limits", "league.toml", "alice",
+                             "--submissions-per-hour", "0", cwd=tmp_path)
+    assert wrong.returncode == 2 and "--submissions-per-hour must be 1..10000" in wrong.stderr
+
+
 def test_field_changes_without_a_run_are_applied_at_once(tmp_path: Path) -> None:
     path = league_toml(tmp_path, bots=3)
     added = arena("league", "add", str(path), "extra", "heuristic", cwd=tmp_path)

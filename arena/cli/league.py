@@ -118,6 +118,12 @@ def add_parser(subparsers: Any) -> None:
     a_rev.add_argument("name", metavar="NAME")
     a_list = author_sub.add_parser("list", help="the authors and their limits")
     common(a_list)
+    a_lim = author_sub.add_parser("limits", help="change an author's limits (the token "
+                                                 "stays)")
+    common(a_lim)
+    a_lim.add_argument("name", metavar="NAME")
+    a_lim.add_argument("--submissions-per-hour", type=int, metavar="N")
+    a_lim.add_argument("--max-bundle-mib", type=float, metavar="MIB")
 
     def change(q: argparse.ArgumentParser) -> None:
         q.add_argument("--wait", type=float, default=WAIT_S, metavar="S",

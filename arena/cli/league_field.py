@@ -34,6 +34,7 @@ from arena.league.store import (
     parse_spec,
 )
 from arena.model.files import temp_dir
+from arena.model.league_api import AuthorLimits
 from arena.model.limits import Confinement
 from arena.model.names import NameError_, check_name, clean
 from arena.model.spec import BotSpec, command_args
@@ -249,8 +250,8 @@ def author(config: LeagueConfig, args: argparse.Namespace) -> int:
         add_author,
         revoke,
         rotate_token,
+        set_limits,
     )
-    from arena.model.league_api import AuthorLimits
 
     claim(config)
     authors = AuthorFile.in_folder(config.output)
@@ -266,19 +267,20 @@ def author(config: LeagueConfig, args: argparse.Namespace) -> int:
             revoke(authors, args.name)
             print(f"{args.name}: the token no longer works")
             return 0
+        if args.author_command == "limits":
+            known = authors.get(args.name)
+            if known is None:
+                raise AuthorError(f"no author {args.name!r}")
+            limits = _limits(known.limits, args)
+            set_limits(authors, args.name, limits)
+            print(f"{args.name}: {limits.submissions_per_hour} submissions/hour, bundles up "
+                  f"to {limits.max_bundle_bytes / (1 << 20):g} MiB (a running service "
+                  f"reads them at its next look at the authors)")
+            return 0
         if args.author_command == "rotate":
             token = rotate_token(authors, args.name)
         else:
-            limits = AuthorLimits()
-            if args.submissions_per_hour is not None:
-                if not 1 <= args.submissions_per_hour <= 10_000:
-                    raise LeagueUsage("--submissions-per-hour must be 1..10000")
-                limits = replace(limits, submissions_per_hour=args.submissions_per_hour)
-            if args.max_bundle_mib is not None:
-                if not 0 < args.max_bundle_mib <= 1024:
-                    raise LeagueUsage("--max-bundle-mib must be in (0, 1024]")
-                limits = replace(limits, max_bundle_bytes=int(args.max_bundle_mib * (1 << 20)))
-            token = add_author(authors, args.name, limits)
+            token = add_author(authors, args.name, _limits(AuthorLimits(), args))
     except AuthorExists as e:
         rotate = shlex.join([*PROG.split(), "author", "rotate", str(args.file), args.name])
         raise LeagueUsage(f"{PROG} author add: {e}; for a new token: {rotate}") from None
@@ -288,3 +290,16 @@ def author(config: LeagueConfig, args: argparse.Namespace) -> int:
           f"them privately):", file=sys.stderr)
     print(token)
     return 0
+
+
+def _limits(limits: AuthorLimits, args: argparse.Namespace) -> AuthorLimits:
+    """``limits`` with what ``--submissions-per-hour`` and ``--max-bundle-mib`` change."""
+    if args.submissions_per_hour is not None:
+        if not 1 <= args.submissions_per_hour <= 10_000:
+            raise LeagueUsage("--submissions-per-hour must be 1..10000")
+        limits = replace(limits, submissions_per_hour=args.submissions_per_hour)
+    if args.max_bundle_mib is not None:
+        if not 0 < args.max_bundle_mib <= 1024:
+            raise LeagueUsage("--max-bundle-mib must be in (0, 1024]")
+        limits = replace(limits, max_bundle_bytes=int(args.max_bundle_mib * (1 << 20)))
+    return limits
