@@ -210,7 +210,7 @@ def live_update(out: TextIO, repeat: int) -> dict[str, Any]:
         cards.record(game)
         by_cards.append(time.perf_counter() - t0)
     # the league's own path: a whole set (one table in every rotation) recorded with its
-    # full Newton step, once its last rotation is stored (arena.league.runner.WholeSets)
+    # full Newton step, once its last rotation is stored (arena.league.sets.WholeSets)
     by_set: list[float] = []
     for k, game in enumerate(fresh[: 2 * repeat]):
         seats = len(game.bots)

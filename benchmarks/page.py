@@ -4,7 +4,7 @@ page client; each against the code before (``BEFORE``), in the same run.
 
 ``python -m benchmarks --only page``:
 
-1. **A bot's page** (:meth:`arena.online.backend.RunnerBackend.bot`) on a league store
+1. **A bot's page** (:meth:`arena.league_service.backend.RunnerBackend.bot`) on a league store
    grown with SQL to 100, 1,000 and 25,000 games (benchmarks/page_store.py), the league
    loaded (no game played). *Loop ms*: the time the game loop spends in the view's task
    steps (a trio instrument sums them); *store ms*: the time of the view's job in its
@@ -49,9 +49,9 @@ from arena.http.server import BoundedServer, Request, Response
 from arena.league.config import load_league
 from arena.league.runner import League, LeagueSummary
 from arena.league.store import field_rows
+from arena.league_service.backend import RunnerBackend
+from arena.league_service.web import LIMITS
 from arena.model.league_api import BotDetail, FieldBot
-from arena.online.backend import RunnerBackend
-from arena.online.web import LIMITS
 from arena.tournament.readers import store_readers
 from arena.tournament.store import Store
 from arena.tournament.writer import store_writer

@@ -30,11 +30,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.league.bundle import BundleError, Caps, store_bundle, unpack
-from arena.league.service import CheckReport
+from arena.league_service.checks import BundleCheck, sdk_env
+from arena.league_service.service import CheckReport
 from arena.model.league_api import SubmitStep
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
-from arena.online.checks import BundleCheck, sdk_env
 from arena.proc import ids
 from arena.proc.bwrap import sandbox_works, view_paths
 from arena.proc.connection import BotConnection, HandshakeError

@@ -28,7 +28,7 @@ import pytest
 from conftest import REPO, SAMPLE_BOTS, TEST_BOTS, arena_in_process
 
 from arena.league import inbox
-from arena.league.runner import rebuild_ratings, rebuild_sets
+from arena.league.sets import rebuild_ratings, rebuild_sets
 from arena.league.store import apply_request, entry_json, load_bots
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
@@ -201,6 +201,80 @@ def test_a_request_applied_before_a_kill_is_not_applied_twice(tmp_path: Path) ->
     assert json.loads((out / "inbox" / f"{request['id']}.answer.json").read_text())["ok"]
     assert query(out, "SELECT COUNT(*) FROM league_bots WHERE name = 'late'")[0][0] == 1
     assert query(out, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
+
+
+def test_a_request_of_the_same_process_reaches_the_run_in_memory(tmp_path: Path) -> None:
+    """``League.submit`` (what the league service of ``arena league serve`` calls): the
+    request goes to the run's request task through memory and its answer comes back the
+    same way: no file in the inbox, ever. Sent again with the same id, it is answered from
+    the store and not applied twice."""
+    import trio
+
+    from arena.cli.league_store import claim, open_store
+    from arena.league.config import load_league
+    from arena.league.runner import League, run_league
+    from arena.tournament.lock import RunLock
+
+    config = load_league(league_toml(tmp_path), None)
+    claim(config)
+    store = open_store(config, RunLock.take(config.output, "league"))
+    request = {"id": inbox.new_id(), "kind": "add", "name": "late",
+               "entry": entry_json(BotEntry("late", BotSpec.parse("random"), None,
+                                            Confinement()), tmp_path)}
+    answers = []
+    joined: list[bool] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            def on_start(league: League) -> None:
+                async def ask() -> None:
+                    with trio.fail_after(60):
+                        answers.append(await league.submit(dict(request)))
+                        joined.append("late" in league.ready)
+                        answers.append(await league.submit(dict(request)))
+                nursery.start_soon(ask)
+
+            await run_league(config, store, on_start=on_start, max_games=8)
+
+    try:
+        trio.run(main)
+    finally:
+        store.close()
+    assert [a.ok for a in answers] == [True, True], answers
+    assert joined == [True]  # answered once the bot can be seated
+    assert not (config.output / "inbox").exists()
+    assert query(config.output, "SELECT COUNT(*) FROM league_bots WHERE name = 'late'"
+                 )[0][0] == 1
+    assert query(config.output, "SELECT COUNT(*) FROM league_requests")[0][0] == 1
+
+
+def test_an_authors_limits_change_and_the_token_stays(tmp_path: Path) -> None:
+    """``arena league author limits`` (docs/league.md: limits are per author): the new
+    limits are stored, what is not given is kept, the token still works; an unknown
+    author and a limit out of range are one line, exit 2."""
+    from arena.league.authors import AuthorFile, token_digest
+
+    league_toml(tmp_path)
+    added = arena_in_process("league", "author", "add", "league.toml", "alice",
+                             "--max-bundle-mib", "2", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    changed = arena_in_process("league", "author", "limits", "league.toml", "alice",
+                               "--submissions-per-hour", "7", cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.startswith("alice: 7 submissions/hour, bundles up to 2 MiB")
+    alice = AuthorFile.in_folder(tmp_path / "out").by_digest(token_digest(token))
+    assert alice is not None and alice.name == "alice"
+    assert alice.limits.submissions_per_hour == 7 and alice.limits.max_bundle_bytes == 2 << 20
+    listed = arena_in_process("league", "author", "list", "league.toml", cwd=tmp_path)
+    assert "alice: active; 7 submissions/hour, bundles up to 2 MiB" in listed.stdout
+    unknown = arena_in_process("league", "author", "limits", "league.toml", "bob",
+                               "--submissions-per-hour", "7", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert unknown.stderr == "arena league author limits: no author 'bob'\n"
+    wrong = arena_in_process("league", "author", "limits", "league.toml", "alice",
+                             "--submissions-per-hour", "0", cwd=tmp_path)
+    assert wrong.returncode == 2 and "--submissions-per-hour must be 1..10000" in wrong.stderr
 
 
 def test_field_changes_without_a_run_are_applied_at_once(tmp_path: Path) -> None:

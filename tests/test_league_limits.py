@@ -5,7 +5,7 @@ memory (no file I/O on the trio thread that plays the games).
 Two kinds of server: a real ``arena league serve`` process (the league runner playing
 sandboxed games, the service in front, the live page beside it) on 127.0.0.1 port 0, and,
 where a test needs to watch the process from inside (an audit hook on the trio thread) or
-to set a cap, :func:`arena.online.server.serve_league` in this process, in front of an
+to set a cap, :func:`arena.league_service.server.serve_league` in this process, in front of an
 empty league (:class:`EmptyLeague`). Every call is real gRPC through the real client.
 
 Each hostile test has its control: the other author (or client) served while the hostile
@@ -31,7 +31,8 @@ from conftest import wait_until
 from league_helpers import League, bot_folder, submit, submit_bytes, wait_clean
 
 from arena.league.authors import AuthorFile, add_author, revoke, rotate_token, token_digest
-from arena.league.service import AUTHORS_POLL_S, WrongTokens
+from arena.league_service.server import Serving, serve_league
+from arena.league_service.service import AUTHORS_POLL_S, WrongTokens
 from arena.model.league_api import (
     ACCEPTED,
     REFUSED,
@@ -45,7 +46,6 @@ from arena.model.league_api import (
     SeasonInfo,
     Standing,
 )
-from arena.online.server import Serving, serve_league
 from arena.v1 import league_pb2, league_pb2_grpc
 from arena.wire.league_client import LeagueCallError, LeagueClient
 from arena.wire.league_server import ServiceCaps, client_of
@@ -432,9 +432,9 @@ def test_the_wrong_token_bucket_by_its_clock() -> None:
 
 
 def test_a_client_past_the_limit_is_refused_even_with_a_right_token(tmp_path: Path) -> None:
-    from arena.league.service import LeagueService
+    from arena.league_service.checks import BundleCheck
+    from arena.league_service.service import LeagueService
     from arena.model.league_api import ServiceError
-    from arena.online.checks import BundleCheck
 
     store = AuthorFile.in_folder(tmp_path)
     right = add_author(store, "alice")

@@ -1,4 +1,4 @@
-"""What the live page of a league says (arena/online/web.py), rendered from the values the
+"""What the live page of a league says (arena/league_service/web.py), rendered from the values the
 league gives it: every season with its own start, games and seed (revealed once it ended,
 sealed while under way), a rating history line per version of a bot, a retired bot
 marked in the standings. (The league end to end, on a served league: tests/test_league_web.py;
@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 
+from arena.league_service.web import bot_page, season_page, standing_json
 from arena.model.league_api import (
     ACTIVE,
     RETIRED,
@@ -19,7 +20,6 @@ from arena.model.league_api import (
     Standing,
     VersionEntry,
 )
-from arena.online.web import bot_page, season_page, standing_json
 
 
 def words(page: str) -> str:
@@ -67,5 +67,5 @@ def test_a_retired_bot_is_marked_in_the_live_standings() -> None:
     assert row["status"] == RETIRED and row["rank"] == 3
     assert standing_json(Standing(1, "new", "bob", "2.0", 1600.0, 30.0, 40))["status"] == ACTIVE
     from importlib import resources
-    script = resources.files("arena.online").joinpath("assets", "live.js").read_text()
+    script = resources.files("arena.league_service").joinpath("assets", "live.js").read_text()
     assert "r.status === 'retired'" in script and "'mark retired'" in script

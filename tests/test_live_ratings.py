@@ -187,13 +187,13 @@ def test_same_cards_comparisons_are_free_of_the_deals_luck() -> None:
 
 
 def test_the_league_rates_whole_sets_by_the_same_cards() -> None:
-    """The league's update path (:class:`arena.league.runner.WholeSets`, what
+    """The league's update path (:class:`arena.league.sets.WholeSets`, what
     ``rebuild_ratings`` and the run after each game use): a set counts once whole, and
     then its bots are compared with those that held the same cards. Seat 0's cards are
     worth 100 points, far more than any skill: compared by game, the bot holding them
     wins whatever it is; compared by cards, the better bot wins every comparison."""
     from arena.league.audit import game_of
-    from arena.league.runner import COMPARE, WholeSets
+    from arena.league.sets import COMPARE, WholeSets
 
     skill = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0, "e": 1.5}
     tables = [("a", "b", "c", "d"), ("e", "d", "b", "a"), ("c", "e", "a", "b")]

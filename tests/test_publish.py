@@ -725,25 +725,25 @@ def test_serve_stops_on_sigint_even_when_started_with_sigint_ignored(wizard: Bui
     assert "Traceback" not in err and "stopped" in out
 
 
-def test_serve_stops_on_a_signal_that_lands_while_it_takes_a_request_in(
+def test_serve_stops_on_a_signal_that_lands_while_it_answers_a_request(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Deterministic: SIGTERM arrives while the main thread is inside the server's
-    ``process_request`` (where ``socketserver`` catches every Exception as the request's
-    error). The server stops; it must not serve a second request (the background thread
-    stops it with a second SIGTERM if it does, and the test fails)."""
+    """Deterministic: SIGTERM arrives while the server reads a file for a request (in its
+    worker thread; the main thread only waits for the signal). The server stops; it must
+    not serve a second request (the background thread stops it with a second SIGTERM if
+    it does, and the test fails)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text("<!doctype html><title>t</title>")
-    original = serve_module._Server.process_request
+    original = serve_module.site_answer
     signalled: list[bool] = []
 
-    def process_request(self: Any, request: Any, client_address: Any) -> None:
+    def site_answer(root: Path, path: str) -> Any:
         if not signalled:
             signalled.append(True)
-            os.kill(os.getpid(), signal.SIGTERM)  # handled at once, in this frame
-        original(self, request, client_address)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(root, path)
 
-    monkeypatch.setattr(serve_module._Server, "process_request", process_request)
+    monkeypatch.setattr(serve_module, "site_answer", site_answer)
     served_again: list[bool] = []
 
     def client(url: str) -> None:
@@ -765,6 +765,26 @@ def test_serve_stops_on_a_signal_that_lands_while_it_takes_a_request_in(
     assert signalled and not served_again
 
 
+def test_serve_answers_nothing_outside_its_site(tmp_path: Path) -> None:
+    """A path with ``..``, a link that leads out, a missing file: 404; a folder without
+    its ``/``: a redirect; a folder: its index.html."""
+    site = tmp_path / "site"
+    (site / "games").mkdir(parents=True)
+    (site / "games" / "index.html").write_text("games")
+    (tmp_path / "secret.txt").write_text("secret")
+    (site / "out").symlink_to(tmp_path / "secret.txt")
+    answer = serve_module.site_answer
+    assert answer(site, "/../secret.txt").status == 404
+    assert answer(site, "/games/../../secret.txt").status == 404
+    assert answer(site, "/out").status == 404
+    assert answer(site, "/missing.html").status == 404
+    moved = answer(site, "/games")
+    assert moved.status == 301 and dict(moved.headers)["Location"] == "/games/"
+    found = answer(site, "/games/")
+    assert found.status == 200 and found.body == b"games"
+    assert found.content_type.startswith("text/html")
+
+
 def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
@@ -777,7 +797,7 @@ def test_serve_is_quiet_when_a_client_drops_its_connection(tmp_path: Path) -> No
         for _ in range(3):  # ask for 8 MiB and reset the connection before reading it
             with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
                 client.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
-                assert client.recv(64).startswith(b"HTTP/1.0 200")
+                assert client.recv(64).startswith(b"HTTP/1.1 200")
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         with urlopen(url + "big.bin", timeout=10) as r:  # still serving
             assert len(r.read()) == 8 << 20

@@ -30,8 +30,8 @@ import trio
 from arena.league.config import load_league
 from arena.league.runner import League, LeagueSummary
 from arena.league.store import field_rows
+from arena.league_service.backend import RunnerBackend
 from arena.model.league_api import LeagueError
-from arena.online.backend import RunnerBackend
 from arena.publish.build import publish
 from arena.publish.markup import game_path
 from arena.tournament.readers import store_readers

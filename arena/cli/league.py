@@ -5,65 +5,45 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import trio
 from rich.console import Console
 
-from arena import __version__
-from arena.cli.interrupt import run_interruptible
+from arena.cli import league_field as field
+from arena.cli.league_store import (
+    LeagueUsage,
+    claim,
+    open_store,
+    write_board,
+)
 from arena.league import inbox
-from arena.league.config import FORMAT, LeagueConfig, load_league
-from arena.league.runner import League, LeagueSummary, rebuild_ratings, run_league
+from arena.league.config import LeagueConfig, load_league
+from arena.league.runner import League, LeagueSummary, run_league
+from arena.league.sets import rebuild_ratings
 from arena.league.store import (
-    Answer,
-    FieldError,
-    LeagueBot,
-    apply_request,
-    close_season,
-    ensure_tables,
-    entry_json,
     has_tables,
     load_bots,
     load_sets,
     open_sets_in,
-    parse_spec,
-    register_file_bots,
     season_rows,
 )
-from arena.model.errors import one_line
-from arena.model.files import FolderError, claim_folder, temp_dir
-from arena.model.limits import Confinement
-from arena.model.names import NameError_, check_name, clean
-from arena.model.spec import BotSpec, command_args
+from arena.model.names import clean
 from arena.proc.bwrap import sandbox_works
-from arena.proc.connection import HandshakeError
 from arena.proc.reaper import start_cleanup
-from arena.tournament.audit import damage_text, file_damage
-from arena.tournament.config import BotEntry, ConfigError, folder_bots
+from arena.tournament.config import ConfigError
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError
 
-PROG = "arena league"
 DEFAULT_ADDRESS = "127.0.0.1:50061"
 DEFAULT_WEB = "127.0.0.1:8061"
 WAIT_S = 60.0
 """How long a field change waits for the run's answer by default."""
-
-
-class LeagueUsage(ValueError):
-    """A mistake in the command line, the file or the folder: one line, exit code 2."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(one_line(message))
 
 
 def add_parser(subparsers: Any) -> None:
@@ -138,6 +118,12 @@ def add_parser(subparsers: Any) -> None:
     a_rev.add_argument("name", metavar="NAME")
     a_list = author_sub.add_parser("list", help="the authors and their limits")
     common(a_list)
+    a_lim = author_sub.add_parser("limits", help="change an author's limits (the token "
+                                                 "stays)")
+    common(a_lim)
+    a_lim.add_argument("name", metavar="NAME")
+    a_lim.add_argument("--submissions-per-hour", type=int, metavar="N")
+    a_lim.add_argument("--max-bundle-mib", type=float, metavar="MIB")
 
     def change(q: argparse.ArgumentParser) -> None:
         q.add_argument("--wait", type=float, default=WAIT_S, metavar="S",
@@ -201,91 +187,10 @@ def cmd_league(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise LeagueUsage(str(e)) from None
     command: Callable[[LeagueConfig, argparse.Namespace], int] = {
-        "run": _run, "serve": _run, "add": _add, "update": _add, "retire": _retire,
-        "status": _status, "close": _close, "author": _author}[args.league_command]
+        "run": _run, "serve": _run, "add": field.add, "update": field.add,
+        "retire": field.retire, "status": _status, "close": field.close,
+        "author": field.author}[args.league_command]
     return command(config, args)
-
-
-# -- the store ---------------------------------------------------------------------------
-
-
-def _claim(config: LeagueConfig) -> None:
-    try:
-        claim_folder(config.output, "league",
-                     f"choose another output in {config.path} or --out", Store.is_store)
-    except FolderError as e:
-        raise LeagueUsage(str(e)) from None
-
-
-def _open(config: LeagueConfig, lock: RunLock) -> Store:
-    """The league's store, opened with the run lock, checked against the file, with the
-    league's tables and the file's bots."""
-    out = config.output
-    try:
-        store = Store.open(out, lock)
-        os.chmod(out, 0o700)  # the store holds the secret master seeds
-        for suffix in ("", "-wal", "-shm"):
-            path = out / f"tournament.sqlite{suffix}"
-            if path.exists():
-                os.chmod(path, 0o600)
-    except StoreError as e:
-        raise LeagueUsage(str(e)) from None
-    try:
-        problems = file_damage(store, quick=True)  # never write into a damaged file
-    except StoreError as e:
-        store.close()
-        raise LeagueUsage(str(e)) from None
-    if problems:
-        text = damage_text(store, problems, "not run (arena verify says more)")
-        store.close()
-        raise LeagueUsage(text)
-    try:
-        _prepare(config, store)
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
-def _prepare(config: LeagueConfig, store: Store) -> None:
-    base = config.base
-    try:
-        meta = store.meta()
-        if meta.get("format", FORMAT) != FORMAT:
-            raise LeagueUsage(f"{config.output}: holds a tournament, not a league; choose "
-                              f"another output in {config.path} or --out")
-        if "tournament_hash" in meta and meta["tournament_hash"] != config.digest:
-            raise LeagueUsage(
-                f"{config.path} has changed since the league in {config.output} was "
-                f"started (file sha256 {config.digest[:12]}, stored "
-                f"{meta['tournament_hash'][:12]}); restore the file (the field changes "
-                f"with 'arena league add/update/retire'), or run again with --fresh")
-        store.set_meta({
-            "name": config.name, "game": base.game, "options": json.dumps(base.options),
-            "seats": str(base.seats), "format": FORMAT, "deals": "1", "candidates": "[]",
-            "move_ms": str(base.move_ms), "bank_ms": str(base.bank_ms),
-            "max_faults": str(base.max_faults), "tournament_file": base.text,
-            "tournament_path": str(base.path), "tournament_hash": config.digest,
-            "arena_version": __version__,
-            "skipped": json.dumps([list(s) for s in base.skipped]),
-            "isolation": base.isolation})
-        ensure_tables(store)
-        folder = base.folder
-        register_file_bots(store, [
-            LeagueBot(b.name, b.name, 1, None, b, b.cwd or folder, b.name in config.house,
-                      config.house.get(b.name), "active") for b in base.bots])
-    except StoreError as e:
-        raise LeagueUsage(str(e)) from None
-
-
-def _take_lock(config: LeagueConfig) -> RunLock | None:
-    """The run lock if no run holds it (None while one does)."""
-    try:
-        return RunLock.take(config.output, "league")
-    except Held:
-        return None
-    except LockError as e:
-        raise LeagueUsage(str(e)) from None
 
 
 # -- run ---------------------------------------------------------------------------------
@@ -310,7 +215,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
             raise LeagueUsage(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: "
                               f"{why}")
     serving = _serving(config, args) if args.league_command == "serve" else None
-    _claim(config)
+    claim(config)
     try:
         lock = RunLock.take(config.output, "league")
     except LockError as e:
@@ -327,7 +232,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         if left:
             err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
                       f"{config.output}: {', '.join(left[:5])}", markup=False)
-    store = _open(config, lock)
+    store = open_store(config, lock)
     out = Console(highlight=False, soft_wrap=True)
     with store:
         out.print(f"{clean(config.name)}: league, {base.game}, {base.seats} seats, "
@@ -407,22 +312,8 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
                   f"again and unfinished sets finished by the next run: arena league run "
                   f"{config.path}" + (f" --out {config.output}" if args.out else ""),
                   file=sys.stderr)
-        _write_board(store, config.output, args.resamples)
+        write_board(store, config.output, args.resamples)
         return 130 if interrupted else 0
-
-
-def _write_board(store: Store, folder: Path, resamples: int) -> None:
-    from arena.report.board import build_leaderboard
-    from arena.report.text import write_leaderboard
-
-    try:
-        if not store.readonly:
-            store.set_meta({"resamples": str(resamples)})
-        board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
-                                  resamples=resamples)
-        write_leaderboard(folder, board)
-    except (StoreError, OSError) as e:
-        print(f"note: the leaderboard was not written: {one_line(str(e))}", file=sys.stderr)
 
 
 # -- serve -------------------------------------------------------------------------------
@@ -461,23 +352,7 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
                  game: Callable[[League], None], max_games: int | None,
                  ) -> tuple[LeagueSummary, League | None]:
     """Run the league (as ``run`` does) with the league service in front of it."""
-    from arena.league.service import SubmitRules
-    from arena.online.backend import RunnerBackend
-    from arena.online.checks import BundleCheck
-    from arena.online.server import Serving, serve_league
-
-    backend = RunnerBackend(config)
-    ready = trio.Event()
-    result: list[tuple[LeagueSummary, League | None]] = []
-
-    def on_start(league: League) -> None:
-        backend.attach(league)
-        started(league)
-        ready.set()
-
-    def on_event(text: str) -> None:
-        event(text)
-        backend.on_event(text)
+    from arena.league_service import ServeSettings, Serving, serve
 
     def announce(where: Serving) -> None:
         scheme = "grpcs" if where.tls else "grpc"
@@ -489,277 +364,10 @@ async def _serve(config: LeagueConfig, store: Store, serving: dict[str, Any],
               + (f"; live page {where.web_url}" if where.web_url else ""),
               file=sys.stderr, flush=True)
 
-    async with trio.open_nursery() as nursery:
-        async def league_task() -> None:
-            result.append(await run_league(config, store, on_event=on_event,
-                                           on_start=on_start, on_game=game,
-                                           max_games=max_games))
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(league_task)
-        await ready.wait()
-        checker = BundleCheck(move_ms=config.base.move_ms,
-                              games_per_kind=serving["check_games"],
-                              limits=config.base.limits, games=(config.base.game,),
-                              options=tuple(sorted(config.base.options.items())))
-        nursery.start_soon(lambda: serve_league(
-            backend, config.output, serving["address"], serving["tls"],
-            rules=SubmitRules(runtimes=serving["runtimes"]), checker=checker,
-            web=serving["web"], announce=announce))
-    if not result:
-        raise KeyboardInterrupt
-    return result[0]
-
-
-# -- authors -----------------------------------------------------------------------------
-
-
-def _author(config: LeagueConfig, args: argparse.Namespace) -> int:
-    from arena.league.authors import (
-        AuthorError,
-        AuthorExists,
-        AuthorFile,
-        add_author,
-        revoke,
-        rotate_token,
-    )
-    from arena.model.league_api import AuthorLimits
-
-    _claim(config)
-    authors = AuthorFile.in_folder(config.output)
-    try:
-        if args.author_command == "list":
-            for a in authors.all():
-                lim = a.limits
-                print(f"{a.name}: {'revoked' if a.revoked else 'active'}; "
-                      f"{lim.submissions_per_hour} submissions/hour, bundles up to "
-                      f"{lim.max_bundle_bytes / (1 << 20):g} MiB")
-            return 0
-        if args.author_command == "revoke":
-            revoke(authors, args.name)
-            print(f"{args.name}: the token no longer works")
-            return 0
-        if args.author_command == "rotate":
-            token = rotate_token(authors, args.name)
-        else:
-            limits = AuthorLimits()
-            if args.submissions_per_hour is not None:
-                if not 1 <= args.submissions_per_hour <= 10_000:
-                    raise LeagueUsage("--submissions-per-hour must be 1..10000")
-                limits = replace(limits, submissions_per_hour=args.submissions_per_hour)
-            if args.max_bundle_mib is not None:
-                if not 0 < args.max_bundle_mib <= 1024:
-                    raise LeagueUsage("--max-bundle-mib must be in (0, 1024]")
-                limits = replace(limits, max_bundle_bytes=int(args.max_bundle_mib * (1 << 20)))
-            token = add_author(authors, args.name, limits)
-    except AuthorExists as e:
-        rotate = shlex.join([*PROG.split(), "author", "rotate", str(args.file), args.name])
-        raise LeagueUsage(f"{PROG} author add: {e}; for a new token: {rotate}") from None
-    except AuthorError as e:
-        raise LeagueUsage(f"{PROG} author {args.author_command}: {e}") from None
-    print(f"the token of {args.name} (shown once, only its SHA-256 is kept; give it to "
-          f"them privately):", file=sys.stderr)
-    print(token)
-    return 0
-
-
-# -- add, update, retire, close ---------------------------------------------------------
-
-
-def _entry(config: LeagueConfig, args: argparse.Namespace,
-           folder: Path | None = None) -> tuple[BotEntry, Path]:
-    """The bot the command line describes (its command run in ``folder``, else the
-    current folder), checked as the file's bots are."""
-    where = f"{PROG} {args.league_command}"
-    try:
-        check_name(args.name, "NAME")
-    except NameError_ as e:
-        raise LeagueUsage(f"{where}: {e}") from None
-    try:
-        spec = parse_spec(args.spec, where)
-    except FieldError as e:
-        raise LeagueUsage(str(e)) from None
-    cwd = folder or Path.cwd()
-    if spec.kind == "cmd":
-        program = command_args(spec.value)[0]
-        found = ((cwd / program).exists() if os.sep in program
-                 else shutil.which(program) is not None)
-        if not found:
-            raise LeagueUsage(f"{where}: bot {args.name}: cannot start: {program!r} not "
-                              f"found" + (f" in {cwd}" if os.sep in program else ""))
-    if spec.kind == "unix":
-        spec = BotSpec("unix", str((cwd / spec.value).absolute()))
-    if spec.kind in ("grpc", "grpcs"):
-        problem = spec.transport_problem()
-        if problem is not None:
-            raise LeagueUsage(f"{where}: bot {args.name}: {problem}")
-    for path in args.read_only:
-        if not path.exists():
-            raise LeagueUsage(f"{where}: --read-only {path}: no such file or folder")
-    confinement = Confinement(sandbox=not args.no_sandbox, limits=config.base.limits,
-                              read_only=tuple(p.absolute() for p in args.read_only))
-    if spec.kind == "cmd" and confinement.sandbox:
-        why = sandbox_works()
-        if why is not None:
-            raise LeagueUsage(f"{where}: bot {args.name}: cannot be sandboxed: {why}")
-    return BotEntry(args.name, spec, None, confinement), cwd
-
-
-def _check(config: LeagueConfig, entry: BotEntry, name: str,
-           cwd: Path | None = None) -> str | None:
-    """Run check-bot's checks on the bot (sandboxed as in a league game); None if it
-    passes, else why not (one line)."""
-    from arena.checkbot.checker import run_checks
-
-    if entry.spec.kind == "builtin":
-        return None
-    log_dir = temp_dir("trick-arena-league-check-")
-    try:
-        start_cleanup()
-        base = config.base  # the league's own game first, as a submission's check plays
-        options = {base.game: {**base.options, "players": base.seats}}
-        report = run_interruptible(run_checks, entry.spec, str(entry.spec),
-                                   [base.game], base.move_ms, 1, log_dir,
-                                   entry.confinement, cwd, options)
-    except HandshakeError as e:
-        return f"cannot start: {clean(str(e))}"
-    finally:
-        shutil.rmtree(log_dir, ignore_errors=True)
-    failed = [c for c in report.checks if not c.ok]
-    if failed:
-        first = failed[0]
-        return (f"check-bot: {len(failed)} check(s) failed, first {first.name}"
-                f"{' (' + first.game + ')' if first.game else ''}: {clean(first.reason)}")
-    return None
-
-
-def _add(config: LeagueConfig, args: argparse.Namespace) -> int:
-    """``add`` (one bot, several NAME SPEC pairs, or every folder under ``--folders``)
-    and ``update``: each bot checked, then sent as a request of its own; the first
-    failure's exit code (the others are still tried)."""
-    if args.wait <= 0:
-        raise LeagueUsage("--wait must be positive")
-    wanted = _wanted(args)
-    entries = []
-    for name, spec, cwd in wanted:  # every bot checked before any is sent
-        one = argparse.Namespace(**{**vars(args), "name": name, "spec": spec})
-        entries.append((name, *_entry(config, one, cwd)))
-    code = 0
-    for name, entry, cwd in entries:
-        if not args.no_check:
-            problem = _check(config, entry, name, cwd)
-            if problem is not None:
-                print(f"{PROG} {args.league_command}: bot {name} refused: {problem}",
-                      file=sys.stderr)
-                code = code or 1
-                continue
-        request = {"id": inbox.new_id(), "kind": args.league_command, "name": name,
-                   "entry": entry_json(entry, cwd), "keep": bool(getattr(args, "keep", False)),
-                   "at": time.time()}
-        code = _send(config, request, args.wait) or code
-    return code
-
-
-def _wanted(args: argparse.Namespace) -> list[tuple[str, str, Path | None]]:
-    """The bots an ``add`` or ``update`` names: (name, spec, the folder it runs in or None
-    for the current one)."""
-    where = f"{PROG} {args.league_command}"
-    pairs = [args.name, args.spec, *getattr(args, "more", [])]
-    given = [p for p in pairs if p is not None]
-    folders = getattr(args, "folders", None)
-    if getattr(args, "folder_command", None) is not None and folders is None:
-        raise LeagueUsage(f"{where}: --command goes with --folders")
-    if len(given) % 2:
-        raise LeagueUsage(f"{where}: {given[-1]!r} has no spec: give NAME SPEC pairs")
-    wanted: list[tuple[str, str, Path | None]] = [
-        (given[i], given[i + 1], None) for i in range(0, len(given), 2)]
-    if folders is not None:
-        table: dict[str, Any] = {"path": str(folders.absolute())}
-        if args.folder_command is not None:
-            table["command"] = args.folder_command
-        try:
-            entries, left = folder_bots(where, [table], Path.cwd())
-        except ConfigError as e:
-            raise LeagueUsage(str(e)) from None
-        for name, reason in left:
-            print(f"note: bot {clean(name)} left out: {clean(reason)}", file=sys.stderr)
-        wanted += [(e["name"], e["spec"], Path(e["cwd"])) for e in entries]
-    if not wanted:
-        raise LeagueUsage(f"{where}: name a bot (NAME SPEC), or --folders PATH")
-    return wanted
-
-
-def _retire(config: LeagueConfig, args: argparse.Namespace) -> int:
-    request = {"id": inbox.new_id(), "kind": "retire", "name": args.name,
-               "reason": args.reason, "at": time.time()}
-    return _send(config, request, args.wait)
-
-
-def _close(config: LeagueConfig, args: argparse.Namespace) -> int:
-    request = {"id": inbox.new_id(), "kind": "close", "at": time.time()}
-    code = _send(config, request, args.wait)
-    if code == 0:
-        with Store.open_readonly(config.output) as store:
-            _write_board(store, config.output, args.resamples)
-    return code
-
-
-def _send(config: LeagueConfig, request: dict[str, Any], wait_s: float) -> int:
-    """Apply ``request`` here if no run holds the store, else through the inbox (and here
-    after all if the run stops before it answers)."""
-    out = config.output
-    if not Store.exists(out):
-        _claim(config)
-    lock = _take_lock(config)
-    if lock is not None:
-        return _apply_here(config, request, lock)
-    try:
-        inbox.post(out, request)
-    except OSError as e:
-        raise LeagueUsage(f"{out}: cannot write the request into {inbox.INBOX}/: "
-                          f"{e.strerror}") from None
-    deadline = time.monotonic() + wait_s
-    while True:
-        text = inbox.take_answer(out, request["id"])
-        if text is not None:
-            return _print_answer(Answer.from_json(text))
-        lock = _take_lock(config)
-        if lock is not None:  # the run stopped before it answered
-            text = inbox.take_answer(out, request["id"])
-            if text is not None:
-                lock.release()
-                return _print_answer(Answer.from_json(text))
-            inbox.withdraw(out, request["id"])
-            return _apply_here(config, request, lock)
-        if time.monotonic() > deadline:
-            print(f"{PROG}: no answer from the running league in {wait_s:.0f} s; the request "
-                  f"stays in {out / inbox.INBOX / (request['id'] + '.json')} and is applied "
-                  f"when a run reads it", file=sys.stderr)
-            return 3
-        time.sleep(0.1)
-
-
-def _apply_here(config: LeagueConfig, request: dict[str, Any], lock: RunLock) -> int:
-    with _open(config, lock) as store:
-        try:
-            if request["kind"] == "close":
-                answer = close_season(store, request["id"])
-            else:
-                house = {n: r for n, r in config.house.items()}
-                answer, _ = apply_request(store, request, house)
-        except StoreError as e:
-            raise LeagueUsage(str(e)) from None
-    if answer.ok and request["kind"] in ("add", "update"):
-        answer.message += " (no run holds the league: it joins when the league runs)"
-    return _print_answer(answer)
-
-
-def _print_answer(answer: Answer) -> int:
-    if answer.ok:
-        print(answer.message)
-        return 0
-    print(f"{PROG}: refused: {answer.message}", file=sys.stderr)
-    return 1
+    settings = ServeSettings(serving["address"], serving["tls"], serving["web"],
+                             serving["runtimes"], serving["check_games"])
+    return await serve(config, store, settings, on_event=event, on_start=started,
+                       on_game=game, max_games=max_games, announce=announce)
 
 
 # -- status ------------------------------------------------------------------------------

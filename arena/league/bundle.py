@@ -5,7 +5,7 @@ Unpacking trusts nothing in the archive. It refuses, with one line, and before w
 than the caps allow:
 
 - an archive over ``max_bundle_bytes`` (counted as it arrives, see
-  :mod:`arena.league.service`), more than ``max_files`` entries, or more than
+  :mod:`arena.league_service.service`), more than ``max_files`` entries, or more than
   ``max_unpacked_bytes`` of contents;
 - a high compression ratio: more than :data:`MAX_RATIO` decompressed bytes per archive
   byte once past 1 MiB (a bomb is stopped while it is being decompressed, by counting);

@@ -10,6 +10,10 @@ loop, applies each request in one store transaction that also records the reques
 kill -9 is found in the store by its id and answered from there, never applied twice; a
 request not yet applied stays in the inbox for the next run (or for the command itself,
 which applies it when no run holds the lock any more).
+
+The inbox is for commands from another terminal only: the league service of
+``arena league serve`` runs in the run's own process and hands its requests to the run
+through memory (:meth:`arena.league.runner.League.submit`), without a file.
 """
 
 from __future__ import annotations

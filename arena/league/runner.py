@@ -14,17 +14,20 @@ and its writer thread, the results chain); what differs is where the games come 
   flight plays that set to its end and no new one.
 - **Live ratings.** :class:`arena.league.live.LiveRatings` with ``compare="cards"``: the
   bots that held the same seat's cards in a set's rotations are compared, so the deal's
-  luck cancels. A set counts once it is whole (:class:`WholeSets`: its last rotation
-  stored, then one full Newton step), as on the published board
+  luck cancels. A set counts once it is whole (:class:`~arena.league.sets.WholeSets`: its
+  last rotation stored, then one full Newton step), as on the published board
   (:func:`arena.report.board.whole_sets`, :func:`arena.stats.ratings.same_cards`): the
   live and the published ratings always rate the same games. They are rebuilt from the
   store's results when a run starts (a set a stopped run left unfinished is held until
   this run finishes it). House bots with a rating are its fixed anchors.
-- **The field.** The inbox (:mod:`arena.league.inbox`) is read every half second, off the
-  game loop; each request is applied in one store transaction with its id, then takes
-  effect at once: an added bot's pool is opened (its hand-shake: a bot that fails is
-  retired with the reason) and it joins the next tables; a retired bot joins none, and its
-  pool is closed once its last set is finished.
+- **The field.** A change of the field is a request (add, update, retire, close) handed
+  to the run's one request task: through memory (:meth:`League.submit`, the league
+  service of the same process), or from the inbox (:mod:`arena.league.inbox`, commands
+  from another terminal), read every half second off the game loop. Each request is
+  applied in one store transaction with its id, then takes effect at once: an added
+  bot's pool is opened (its hand-shake: a bot that fails is retired with the reason) and
+  it joins the next tables; a retired bot joins none, and its pool is closed once its
+  last set is finished.
 - **Seasons.** The first run draws a master seed (or takes the file's) and stores it with
   its SHA-256 commitment; ``arena league close`` (through the inbox while a run goes on)
   stops new sets, lets the sets in flight finish, reveals the seed and starts the next
@@ -33,24 +36,22 @@ and its writer thread, the results chain); what differs is where the games come 
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
 import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from arena.league import audit, inbox
+from arena.league import inbox
 from arena.league.config import LeagueConfig
-from arena.league.live import LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
+from arena.league.sets import add_met, game_of, met_counts, rebuild_sets, season_seed
 from arena.league.store import (
     Answer,
     LeagueBot,
@@ -85,10 +86,6 @@ DEALS_FOREVER = 1 << 62
 """A league's processes never run out of deals: each set has its own."""
 
 
-class LeagueError(RuntimeError):
-    """The league cannot run; one line."""
-
-
 @dataclass(slots=True)
 class LeagueSummary:
     played: int = 0
@@ -100,114 +97,6 @@ class LeagueSummary:
     requests: int = 0
     update_ms: list[float] = field(default_factory=list)
     """The live ratings' update time after each whole set (its last game), milliseconds."""
-
-
-def season_seed(file_seed: int | None, season: int) -> int:
-    """The master seed of ``season``: drawn at random, or derived from the file's ``seed``
-    (for tests: the same file gives the same deals)."""
-    if file_seed is None:
-        return secrets.randbits(128)
-    if season == 1:
-        return file_seed
-    digest = hashlib.sha256(f"trick-arena/league-season/{file_seed}/{season}".encode())
-    return int.from_bytes(digest.digest()[:16], "big")
-
-
-def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
-    """Rotation ``rotation`` of a set: table number = set number, deal number = season."""
-    return audit.game_of(decision.set_no, decision.season, decision.bots,
-                         decision.deal_seed, rotation)
-
-
-COMPARE = "cards"
-"""What the league's ratings compare (:class:`LiveRatings`): the bots that held the same
-seat's cards in a duplicate set, as the league's published board does."""
-
-
-class WholeSets:
-    """The live ratings fed whole duplicate sets only: a game is held until every rotation
-    of its set (``seats`` games of one unit) is stored, then the set is recorded and one
-    full Newton step taken (:meth:`LiveRatings.record_set`). A set in flight is never half
-    counted: the live ratings hold the comparisons of the published board
-    (:func:`arena.report.board.whole_sets`), whatever the order the rotations finish in."""
-
-    def __init__(self, live: LiveRatings, seats: int) -> None:
-        self.live = live
-        self.seats = seats
-        self.held: dict[str, list[GameScores]] = {}
-        """The stored games of each set not yet whole, by unit."""
-
-    def add(self, game: GameScores, *, update: bool = True) -> bool:
-        """One stored game; True when it made its set whole (and the set was recorded:
-        with ``update`` a full step, without it none, for :meth:`LiveRatings.settle`)."""
-        held = self.held.setdefault(game.unit, [])
-        held.append(game)
-        if len(held) < self.seats:
-            return False
-        del self.held[game.unit]
-        if update:
-            self.live.record_set(held)
-        else:
-            for g in held:
-                self.live.record(g, update=False)
-        return True
-
-
-def rebuild_ratings(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
-                    ) -> tuple[LiveRatings, int]:
-    """The live ratings of every stored whole set, settled (the results table, not the
-    records: a second or so at 100,000 games); and the number of games stored. ``seats``
-    (default: the store's) is a set's rotations. Use :func:`rebuild_sets` to go on
-    feeding them (the games of the sets not yet whole are held there)."""
-    return rebuild_sets(store, bots, seats).live, store.count_done()
-
-
-def rebuild_sets(store: Store, bots: dict[str, LeagueBot], seats: int | None = None,
-                 ) -> WholeSets:
-    """The live ratings (``compare="cards"``) of every stored whole set, settled, in a
-    :class:`WholeSets` that holds the stored games of the sets not yet whole."""
-    house = {b.name: b.rating for b in bots.values() if b.house and b.rating is not None}
-    live = LiveRatings(bots=[b.name for b in bots.values() if b.name not in house],
-                       house={k: v for k, v in house.items() if v is not None},
-                       compare=COMPARE)
-    if seats is None:
-        seats = int(store.meta().get("seats") or 0)
-    sets = WholeSets(live, seats)
-    rows = store.db.execute(
-        "SELECT r.game_id, g.table_no, g.deal_no, r.bot, r.score FROM results AS r JOIN"
-        " games AS g ON g.id = r.game_id WHERE g.status = 'done' ORDER BY g.seq, r.seat"
-    ).fetchall()
-    whole = 0
-    current: str | None = None
-    unit = ""
-    names: list[str] = []
-    scores: list[float] = []
-    for game_id, table_no, deal_no, bot, score in [*rows, (None, 0, 0, "", 0)]:
-        if game_id != current:
-            if current is not None and len(names) >= 2:
-                whole += sets.add(GameScores(unit, tuple(names), tuple(scores)),
-                                  update=False)
-            current, names, scores = game_id, [], []
-            unit = f"t{table_no}-d{deal_no}"  # ScheduledGame.unit: the set
-        names.append(str(bot))
-        scores.append(float(score))
-    if whole:
-        live.settle()
-    return sets
-
-
-def met_counts(sets: list[SetDecision]) -> dict[tuple[str, str], int]:
-    met: dict[tuple[str, str], int] = {}
-    for s in sets:
-        add_met(met, s.bots)
-    return met
-
-
-def add_met(met: dict[tuple[str, str], int], bots: tuple[str, ...]) -> None:
-    for i, a in enumerate(bots):
-        for b in bots[i + 1:]:
-            key = (a, b) if a < b else (b, a)
-            met[key] = met.get(key, 0) + 1
 
 
 class _Refused(BotPool):
@@ -223,6 +112,8 @@ class _Refused(BotPool):
 
 
 Event = Callable[[str], None]
+Reply = Callable[[Answer], Awaitable[None]]
+"""How a request's answer goes back to whoever asked (a file of the inbox, or memory)."""
 
 
 class GameWatcher:
@@ -288,8 +179,12 @@ class League:
         self._decide_lock = trio.Lock()
         self._changed = trio.Event()
         self._busy: set[str] = set()
-        """Requests being carried out (an added bot's hand-shake): not read again."""
-        self.closing: tuple[Path, dict[str, Any]] | None = None
+        """Inbox requests handed to the request task and not answered yet: not read
+        again."""
+        self._requests_in, self._requests = trio.open_memory_channel[
+            tuple[dict[str, Any], Reply]](0)
+        """The run's requests, taken one at a time by :meth:`take_requests`."""
+        self.closing: tuple[dict[str, Any], Reply] | None = None
         self.planned = 0
         """Games of the sets this run decided."""
         self.stop = False
@@ -307,8 +202,9 @@ class League:
         own = self._folders(bot.name)
         c, remote = bot.entry.confinement, bot.entry.spec.remote
         read_only = tuple(str(p if p.is_absolute() else bot.cwd / p) for p in c.read_only)
+        limits = tuple(sorted((k, int(v)) for k, v in asdict(c.limits).items()))
         return SeatJob(bot.name, bot.entry.spec.kind, bot.entry.spec.value, c.sandbox,
-                       tuple(sorted(_limits(c.limits).items())), read_only, c.env,
+                       limits, read_only, c.env,
                        tuple(str(h) for h in hide if h not in own),
                        None if remote.tls_ca is None else remote.tls_ca.decode(),
                        remote.server_name, remote.token, remote.insecure, c.view,
@@ -411,36 +307,75 @@ class League:
         if waiting:
             await all_done.wait()
 
-    # -- the inbox ------------------------------------------------------------------
+    # -- the requests ---------------------------------------------------------------
+
+    async def submit(self, request: dict[str, Any]) -> Answer:
+        """Hand ``request`` (with its ``id``) to the run through memory and wait for its
+        answer: an added bot's once its first process answered the hand-shake. What the
+        league service of this process calls; no file is written."""
+        send, receive = trio.open_memory_channel[Answer](1)
+
+        async def reply(answer: Answer) -> None:
+            try:
+                send.send_nowait(answer)
+            except trio.BrokenResourceError:
+                pass  # the asker gave up waiting: the request was carried out all the same
+
+        async with receive:
+            await self._requests_in.send((request, reply))
+            return await receive.receive()
+
+    async def take_requests(self) -> None:
+        """Carry out the run's requests, one at a time, from memory and from the inbox."""
+        async for request, reply in self._requests:
+            await self._request(request, reply)
 
     async def read_inbox(self) -> None:
+        """Hand the inbox's requests (from another terminal) to :meth:`take_requests`,
+        every :data:`arena.league.inbox.POLL_S` seconds; close the season when asked and
+        its sets are finished."""
         out = self.base.output
         while True:
+            close_handed = False
             for path, request in await trio.to_thread.run_sync(inbox.pending, out):
                 if path.stem in self._busy:
                     continue
-                await self._request(path, request)
+                if request is not None and request.get("kind") == "close" and (
+                        close_handed or self.closing is not None):
+                    continue  # one close at a time: the next waits in the inbox
+                close_handed = close_handed or (request is not None
+                                                and request.get("kind") == "close")
+                if request is None:
+                    await trio.to_thread.run_sync(inbox.answer, path, Answer(
+                        False, f"{path.name}: not a request of this arena").to_json())
+                    continue
+                self._busy.add(path.stem)
+                await self._requests_in.send((request, self._file_reply(path)))
             if self.closing is not None:
                 await self._try_close()
             await trio.sleep(inbox.POLL_S)
 
-    async def _request(self, path: Path, request: dict[str, Any] | None) -> None:
-        if request is None:
-            await trio.to_thread.run_sync(inbox.answer, path, Answer(
-                False, f"{path.name}: not a request of this arena").to_json())
-            return
+    def _file_reply(self, path: Path) -> Reply:
+        async def reply(answer: Answer) -> None:
+            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            self._busy.discard(path.stem)
+
+        return reply
+
+    async def _request(self, request: dict[str, Any], reply: Reply) -> None:
         kind = request.get("kind")
         if kind == "close":
-            if self.closing is None:
-                self.closing = (path, request)
-                self._busy.add(path.stem)
-                self.on_event("close requested: no new set; the sets in flight finish first")
+            if self.closing is not None:
+                await reply(Answer(False, "a close of the season is under way already"))
+                return
+            self.closing = (request, reply)
+            self.on_event("close requested: no new set; the sets in flight finish first")
             return
         house = {n: b.rating for n, b in self.bots.items() if b.house}
         answer, new = await self.writer.call(lambda s: apply_request(s, request, house))
         self.summary.requests += new
         if not (answer.ok and new):
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             return
         self.on_event(answer.message)
         fresh = await self.writer.call(load_bots)
@@ -450,17 +385,14 @@ class League:
             if old is not None and old.active and not bot.active:
                 self._retired(name, bot.reason)
         if kind == "retire" or answer.name is None:
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             self._changed.set()
             return
-        self._busy.add(path.stem)
         joined = self.bots[answer.name]
 
         async def done(error: str | None) -> None:
-            final = answer if error is None else Answer(
-                False, f"{joined.name} was added, then retired: {error}", joined.name)
-            await trio.to_thread.run_sync(inbox.answer, path, final.to_json())
-            self._busy.discard(path.stem)
+            await reply(answer if error is None else Answer(
+                False, f"{joined.name} was added, then retired: {error}", joined.name))
 
         await self.join(joined, done)
 
@@ -469,7 +401,7 @@ class League:
         assert self.closing is not None
         if self.open_sets or self.queue:
             return
-        path, request = self.closing
+        request, reply = self.closing
         async with self._decide_lock:
             # a set being decided when the close came is stored before it is open here:
             # look again once the decision is whole, or the store refuses the close
@@ -487,8 +419,7 @@ class League:
                 answer.extra["next_commitment"] = self.season.commitment if self.season \
                     else None
             self.closing = None
-            self._busy.discard(path.stem)
-            await trio.to_thread.run_sync(inbox.answer, path, answer.to_json())
+            await reply(answer)
             self._changed.set()
 
     async def _new_season(self) -> None:
@@ -625,11 +556,6 @@ class League:
         return [(r.name, r.elo, r.sigma, r.games) for r in ranked]
 
 
-def _limits(limits: Any) -> dict[str, int]:
-    from dataclasses import asdict
-    return {k: int(v) for k, v in asdict(limits).items()}
-
-
 async def run_league(config: LeagueConfig, store: Store, *,
                      on_event: Event | None = None,
                      on_start: Callable[[League], None] | None = None,
@@ -657,6 +583,7 @@ async def run_league(config: LeagueConfig, store: Store, *,
                     if on_start is not None:
                         on_start(league)
                     async with trio.open_nursery() as work:
+                        work.start_soon(league.take_requests)
                         work.start_soon(league.read_inbox)
                         async with trio.open_nursery() as workers:
                             for slot in range(league.base.concurrency):

@@ -1,5 +1,5 @@
 """The values the league service trades: between the running league (its backend), the
-service's logic (:mod:`arena.league.service`), the wire (:mod:`arena.wire.league`) and the
+service's logic (:mod:`arena.league_service.service`), the wire (:mod:`arena.wire.league`) and the
 live page. Standard library only, frozen, so any layer may hold them.
 
 They sit here, below :mod:`arena.wire`, because the gRPC servicer converts them to and from

@@ -7,6 +7,7 @@ wants all of them."""
 
 from __future__ import annotations
 
+from arena.wire.league_bridge import EVENT_QUEUE
 from arena.wire.league_client import LeagueCallError, LeagueClient
 from arena.wire.league_convert import (
     CHUNK_BYTES,
@@ -26,7 +27,6 @@ from arena.wire.league_convert import (
     step_to_pb,
 )
 from arena.wire.league_server import (
-    EVENT_QUEUE,
     SERVICE_NAME,
     LeagueHandler,
     LeagueServer,

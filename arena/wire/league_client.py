@@ -144,12 +144,3 @@ class LeagueClient:
             raise _call_error(e, self.target) from None
         finally:
             call.cancel()
-
-    def wait_ready(self, timeout_s: float = 10.0) -> None:
-        """Wait until the channel connects (LeagueCallError when it does not)."""
-        try:
-            grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
-        except grpc.FutureTimeoutError:
-            raise LeagueCallError("UNAVAILABLE", f"cannot reach the league at {self.target} "
-                                                 f"within {timeout_s:g} s") from None
-

@@ -1,5 +1,5 @@
 """The league service's gRPC server: the ``arena.v1.LeagueService`` servicer over a
-:class:`LeagueHandler` (the service's logic, :class:`arena.league.service.LeagueService`,
+:class:`LeagueHandler` (the service's logic, :class:`arena.league_service.service.LeagueService`,
 which lives in trio), with health checking and reflection.
 
 **Threads.** The server is grpcio's asyncio server (``grpc.aio``) on an event loop of its
@@ -9,16 +9,18 @@ all 64 workers and every other author's calls, ``Submit`` included, were refused
 (RESOURCE_EXHAUSTED). Here a call is a coroutine: an event stream waits on a queue of the
 loop, a unary call on a future, and neither holds a thread, so no number of streams can
 starve the other calls of a worker. A call enters trio through the run's token
-(:class:`_Trio`): its trio side runs as a task of the server's nursery, its result or its
-messages come back through the loop (``call_soon_threadsafe``), and a call the client ends
-(or whose deadline passes) cancels that task. Neither thread ever waits for the other.
+(:class:`arena.wire.league_bridge.TrioBridge`): its trio side runs as a task of the
+server's nursery, its result or its messages come back through the loop
+(``call_soon_threadsafe``), and a call the client ends (or whose deadline passes) cancels
+that task. Neither thread ever waits for the other.
 
 **Bounds** (:class:`ServiceCaps`; each refused with RESOURCE_EXHAUSTED and one line naming
 the cap): per author, the calls in flight (every call but ``WatchEvents``) and the event
 streams open; over all authors, the event streams (each holds two bounded queues). A
-stream whose client falls :data:`EVENT_QUEUE` messages behind is ended; a ``Submit`` must
-send its header within ``header_timeout_s``. Wrong tokens are limited per client by the
-handler (``authenticate``'s ``client``: :func:`client_of` the call's peer).
+stream whose client falls :data:`arena.wire.league_bridge.EVENT_QUEUE` messages behind is
+ended; a ``Submit`` must send its header within ``header_timeout_s``. Wrong tokens are
+limited per client by the handler (``authenticate``'s ``client``: :func:`client_of` the
+call's peer).
 
 Every call but the health check needs ``authorization: Bearer TOKEN`` (checked by the
 handler: a missing or unknown token is UNAUTHENTICATED). The server listens on 127.0.0.1
@@ -30,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -62,6 +63,7 @@ from arena.model.league_api import (
 )
 from arena.model.spec import is_loopback
 from arena.v1 import league_pb2, league_pb2_grpc
+from arena.wire.league_bridge import TrioBridge
 from arena.wire.league_convert import (
     CHUNK_BYTES,
     CODES,
@@ -74,10 +76,7 @@ from arena.wire.league_convert import (
     step_to_pb,
 )
 
-EVENT_QUEUE = 256
-"""Messages a stream's client may fall behind by before the stream is ended."""
 SERVICE_NAME = league_pb2.DESCRIPTOR.services_by_name["LeagueService"].full_name
-STOPPING = "the league is stopping"
 
 C = TypeVar("C")
 
@@ -93,7 +92,7 @@ class ServiceCaps:
     """``WatchEvents`` streams of one author open at once."""
     streams: int = 1024
     """``WatchEvents`` streams open at once, all authors together (each holds up to
-    2 x :data:`EVENT_QUEUE` messages)."""
+    2 x :data:`arena.wire.league_bridge.EVENT_QUEUE` messages)."""
     header_timeout_s: float = 60.0
     """The longest wait for a ``Submit``'s header."""
 
@@ -166,195 +165,6 @@ def client_of(peer: str) -> str:
     return str(ip)
 
 
-# -- between the loop and trio -----------------------------------------------------------
-
-_END = object()
-
-
-class _Job:
-    """A trio task started for a call. Touched on the trio thread only."""
-
-    __slots__ = ("cancelled", "scope")
-
-    def __init__(self) -> None:
-        self.scope: trio.CancelScope | None = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-class _Pipe:
-    """Messages from a trio task to a coroutine of the loop, in order; at most
-    :data:`EVENT_QUEUE` waiting: past that the stream ends with an error. Touched on the
-    loop's thread only."""
-
-    def __init__(self) -> None:
-        self.items: deque[Any] = deque()
-        self.ready = asyncio.Event()
-        self.closed = False
-
-    def offer(self, item: Any) -> None:
-        if self.closed:
-            return
-        if item is _END or isinstance(item, ServiceError):
-            self.closed = True
-        elif len(self.items) >= EVENT_QUEUE:
-            self.items.clear()
-            self.closed = True
-            item = ServiceError(RESOURCE_EXHAUSTED, f"this stream fell {EVENT_QUEUE} "
-                                                    f"messages behind and was ended; open "
-                                                    f"it again")
-        self.items.append(item)
-        self.ready.set()
-
-    async def get(self) -> Any:
-        while not self.items:
-            self.ready.clear()
-            await self.ready.wait()
-        return self.items.popleft()
-
-
-class _Stream:
-    """The messages a trio task puts, as the loop's async iterator; :meth:`cancel` ends
-    the task (it ends on its own when the messages do)."""
-
-    def __init__(self, bridge: _Trio, pipe: _Pipe, job: _Job) -> None:
-        self.bridge = bridge
-        self.pipe = pipe
-        self.job = job
-
-    def __aiter__(self) -> _Stream:
-        return self
-
-    async def __anext__(self) -> Any:
-        item = await self.pipe.get()
-        if item is _END:
-            raise StopAsyncIteration
-        if isinstance(item, ServiceError):
-            raise item
-        return item
-
-    def cancel(self) -> None:
-        self.bridge.soon(self.job.cancel)
-
-
-class _Trio:
-    """Calls from the loop into the trio run of ``token``: each runs as a task of the
-    nursery (``spawn``); its result, error or messages come back through ``loop``."""
-
-    def __init__(self, token: trio.lowlevel.TrioToken, spawn: Callable[..., None],
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.token = token
-        self.spawn = spawn
-        self.loop = loop
-
-    def post(self, fn: Callable[..., None], *args: Any) -> bool:
-        """Run ``fn(*args)`` on the loop soon (from the trio thread); False once the loop
-        is closed."""
-        try:
-            self.loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:
-            return False
-        return True
-
-    def soon(self, fn: Callable[..., object], *args: Any) -> None:
-        """Run the plain ``fn(*args)`` on the trio thread soon; nothing if trio is done."""
-        try:
-            self.token.run_sync_soon(fn, *args)
-        except trio.RunFinishedError:
-            pass
-
-    def _start(self, body: Callable[[], Awaitable[None]], done: Callable[[bool], None]
-               ) -> _Job:
-        """Start ``body()`` as a task of the nursery; ``done(finished)`` on the trio thread
-        when it ends (False: cancelled, or never started because the league is stopping)."""
-        job = _Job()
-
-        async def task() -> None:
-            finished = False
-            try:
-                with trio.CancelScope() as scope:
-                    job.scope = scope
-                    if job.cancelled:
-                        scope.cancel()
-                    await body()
-                    finished = True
-            finally:
-                done(finished)
-
-        def start() -> None:
-            try:
-                self.spawn(task)
-            except RuntimeError:  # the nursery is closed: the league is stopping
-                done(False)
-
-        try:
-            self.token.run_sync_soon(start)
-        except trio.RunFinishedError:
-            raise ServiceError(UNAVAILABLE, STOPPING) from None
-        return job
-
-    async def call(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        """``await fn(*args)`` in trio; its value, or its exception raised here. Cancelling
-        the caller cancels the trio task."""
-        result: asyncio.Future[Any] = self.loop.create_future()
-        outcome: list[tuple[bool, Any]] = []
-
-        def settle() -> None:
-            if result.done():
-                return
-            if not outcome:
-                result.set_exception(ServiceError(UNAVAILABLE, STOPPING))
-            elif outcome[0][0]:
-                result.set_result(outcome[0][1])
-            else:
-                result.set_exception(outcome[0][1])
-
-        async def body() -> None:
-            try:
-                outcome.append((True, await fn(*args)))
-            except Exception as e:
-                outcome.append((False, e))
-
-        def done(finished: bool) -> None:
-            self.post(settle)
-
-        job = self._start(body, done)
-        try:
-            return await result
-        except asyncio.CancelledError:
-            self.soon(job.cancel)
-            raise
-
-    def stream(self, body: Callable[[Callable[[Any], None]], Awaitable[None]]) -> _Stream:
-        """Start ``body(put)`` in trio now; the messages it puts, in order, until it
-        returns (a ServiceError it raises ends the stream with that error)."""
-        pipe = _Pipe()
-
-        def put(item: Any) -> None:
-            if not self.post(pipe.offer, item):
-                raise trio.BrokenResourceError("the server has stopped")
-
-        async def run() -> None:
-            try:
-                await body(put)
-            except ServiceError as e:
-                self.post(pipe.offer, e)
-            except trio.BrokenResourceError:
-                pass
-            except Exception as e:  # one line to the client; never a dead stream
-                self.post(pipe.offer, ServiceError(
-                    UNAVAILABLE, f"internal error: {type(e).__name__}: {one_line(str(e))}"))
-
-        def done(finished: bool) -> None:
-            self.post(pipe.offer, _END if finished else ServiceError(UNAVAILABLE, STOPPING))
-
-        return _Stream(self, pipe, self._start(run, done))
-
-
 # -- the servicer ------------------------------------------------------------------------
 
 
@@ -364,7 +174,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 class _Servicer(league_pb2_grpc.LeagueServiceServicer, Generic[C]):
     """Runs on the loop's thread: the counts need no lock."""
 
-    def __init__(self, handler: LeagueHandler[C], bridge: _Trio, caps: ServiceCaps) -> None:
+    def __init__(self, handler: LeagueHandler[C], bridge: TrioBridge, caps: ServiceCaps) -> None:
         self.handler = handler
         self.trio = bridge
         self.caps = caps
@@ -625,7 +435,7 @@ def start_server(handler: LeagueHandler[Any], address: str, tls: TlsFiles | None
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0)])
             league_pb2_grpc.add_LeagueServiceServicer_to_server(
-                _Servicer(handler, _Trio(token, spawn, loop), caps), server)
+                _Servicer(handler, TrioBridge(token, spawn, loop), caps), server)
             health_servicer = health.aio.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
             reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME,

@@ -2,10 +2,11 @@
 (:mod:`arena.league.runner`), as ``arena league serve FILE`` runs it.
 
 There is one way the field changes: a submission that passed check-bot becomes an ``add``
-or ``update`` request of the league's inbox (:mod:`arena.league.inbox`), the request
-``arena league add`` writes from another terminal, applied by the run in one store
-transaction with its id (:func:`arena.league.store.apply_request`) and answered once the
-bot's first process has answered its hand-shake. The request carries the author, the
+or ``update`` request, the request ``arena league add`` writes into the inbox from another
+terminal, but handed to the run of this process through memory
+(:meth:`arena.league.runner.League.submit`: no file, no poll), applied by the run in one
+store transaction with its id (:func:`arena.league.store.apply_request`) and answered once
+the bot's first process has answered its hand-shake. The request carries the author, the
 manifest's version and the bundle's SHA-256; the store keeps the request's body, so who
 owns which bot survives every restart. The service acknowledges a submission only once
 that answer is there: the bot is in the store, durably.
@@ -32,7 +33,6 @@ import trio
 from arena.league import inbox
 from arena.league.config import LeagueConfig
 from arena.league.runner import GameWatcher, League
-from arena.league.service import Broadcast
 from arena.league.store import (
     Answer,
     FieldRow,
@@ -41,6 +41,8 @@ from arena.league.store import (
     field_rows,
     season_rows,
 )
+from arena.league_service.checks import sdk_env
+from arena.league_service.service import Broadcast
 from arena.model.job import GameOutcome
 from arena.model.league_api import (
     ACTIVE,
@@ -63,7 +65,6 @@ from arena.model.league_api import (
 )
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
-from arena.online.checks import sdk_env
 from arena.play.players import RemotePlayer
 from arena.play.referee import Player
 from arena.rules import View
@@ -150,7 +151,7 @@ class _Watched:
 
 
 class RunnerBackend(GameWatcher):
-    """The :class:`arena.league.service.LeagueBackend` of a running league: made before
+    """The :class:`arena.league_service.service.LeagueBackend` of a running league: made before
     the run, given the run by :meth:`attach` (in ``run_league``'s ``on_start``)."""
 
     def __init__(self, config: LeagueConfig, *, sandbox: bool = True) -> None:
@@ -208,7 +209,7 @@ class RunnerBackend(GameWatcher):
         for name in scheduled.bots:
             r = ratings.get(name)
             points = self.history.setdefault(name, [])
-            # the ratings move once a set is whole (arena.league.runner.WholeSets): a
+            # the ratings move once a set is whole (arena.league.sets.WholeSets): a
             # point for each whole set, not one a game
             if r is not None and r.games and (not points or points[-1].games != r.games):
                 points.append(RatingPoint(r.games, r.elo, r.sigma, now))
@@ -267,21 +268,13 @@ class RunnerBackend(GameWatcher):
                          str(r.request.get("bundle", ""))) for b, r in latest.items()]
 
     async def _change(self, request: dict[str, Any]) -> Answer:
-        """Post ``request`` into the inbox and wait for the run's answer."""
+        """Hand ``request`` to the run through memory (:meth:`League.submit`) and wait
+        for its answer; no file is written."""
+        league = self._league()
         request = {"id": inbox.new_id(), "at": time.time(), **request}
-        try:
-            await trio.to_thread.run_sync(inbox.post, self.out, request)
-        except OSError as e:
-            raise LeagueError(f"the request cannot be written: {e.strerror}") from None
-        deadline = trio.current_time() + ANSWER_WAIT_S
-        while True:
-            text = await trio.to_thread.run_sync(inbox.take_answer, self.out, request["id"])
-            if text is not None:
-                return Answer.from_json(text)
-            if trio.current_time() > deadline:
-                raise LeagueError(f"the league did not take the request in "
-                                  f"{ANSWER_WAIT_S:.0f} s; it stays in its inbox")
-            await trio.sleep(0.05)
+        with trio.move_on_after(ANSWER_WAIT_S):
+            return await league.submit(request)
+        raise LeagueError(f"the league did not take the request in {ANSWER_WAIT_S:.0f} s")
 
     def _entry(self, name: str, spec: str, folder: Path) -> str:
         limits = self.config.base.limits

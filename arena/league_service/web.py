@@ -27,7 +27,7 @@ escape them (:func:`arena.publish.markup.esc`). The logs need the author's token
 an ``Authorization`` header (never in a URL) and checked by the service: an author sees the
 logs of their own bots only. Pages carry a Content-Security-Policy allowing only the
 server's own scripts. What a page reads of the league runs as a trio task of the league's
-loop (:class:`arena.http.server.TrioCalls`) and reads the store through its readers
+loop (:class:`arena.http.trio_calls.TrioCalls`) and reads the store through its readers
 (:mod:`arena.tournament.readers`), never on the writer thread.
 """
 
@@ -53,10 +53,11 @@ from arena.http.server import (
     Request,
     Response,
     Stream,
-    TrioCalls,
     text,
 )
-from arena.league.service import LeagueService
+from arena.http.trio_calls import TrioCalls
+from arena.league_service.backend import ReplayWithheld
+from arena.league_service.service import LeagueService
 from arena.model.league_api import (
     GAME_PROGRESS,
     GameSummary,
@@ -65,7 +66,6 @@ from arena.model.league_api import (
     Standing,
     TlsFiles,
 )
-from arena.online.backend import ReplayWithheld
 from arena.publish.charts import Series, line_chart
 from arena.publish.markup import esc
 from arena.publish.replay import replay_section, script_json
@@ -356,7 +356,8 @@ class LiveSite:
         self._cache: dict[str, tuple[float, Response]] = {}
         """Pages read from the league (path -> (until, answer)), in the server's thread."""
         self._assets: dict[str, Response] = {}
-        for names, package in ((PUBLISH_ASSETS, "arena.publish"), (OWN_ASSETS, "arena.online")):
+        for names, package in ((PUBLISH_ASSETS, "arena.publish"),
+                               (OWN_ASSETS, "arena.league_service")):
             for name, ctype in names.items():
                 data = resources.files(package).joinpath("assets", name).read_bytes()
                 self._assets[name] = Response(200, data, ctype)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.checkbot.checker import percentile, run_checks
-from arena.league.service import CheckReport
+from arena.league_service.service import CheckReport
 from arena.model.errors import SandboxError, one_line
 from arena.model.league_api import CHECK, SubmitStep
 from arena.model.limits import Confinement, Limits
@@ -33,7 +33,8 @@ _LIMITS = Limits()
 
 @dataclass(frozen=True, slots=True)
 class BundleCheck:
-    """check-bot's settings for submitted bots (a :class:`~arena.league.service.BundleChecker`)."""
+    """check-bot's settings for submitted bots (a
+    :class:`~arena.league_service.service.BundleChecker`)."""
 
     move_ms: int = 1000
     games_per_kind: int = 1

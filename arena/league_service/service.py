@@ -3,8 +3,8 @@
 may do, a submission from its first byte to its verdict, and the events.
 
 The gRPC edge (:mod:`arena.wire.league`) turns calls into these methods and their values
-(:mod:`arena.model.league_api`) into messages; :func:`arena.online.server.serve_league`
-puts the two together with the check (check-bot in the sandbox, :mod:`arena.online.checks`)
+(:mod:`arena.model.league_api`) into messages; :func:`arena.league_service.server.serve_league`
+puts the two together with the check (check-bot in the sandbox, :mod:`arena.league_service.checks`)
 and the live page. A submission:
 
 1. the caller is an author (a token of the store, :mod:`arena.league.authors`), has no
