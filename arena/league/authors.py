@@ -156,6 +156,10 @@ def revoke(store: AuthorStore, name: str) -> None:
     store.change(name, lambda a: replace(_existing(a, name), revoked=True))
 
 
+def set_limits(store: AuthorStore, name: str, limits: AuthorLimits) -> None:
+    store.change(name, lambda a: replace(_existing(a, name), limits=limits))
+
+
 def _existing(author: Author | None, name: str) -> Author:
     if author is None:
         raise AuthorError(f"no author {name!r}")
