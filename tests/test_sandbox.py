@@ -298,14 +298,17 @@ def test_game_isolation_ends_every_process_after_its_game(arena_sandbox: Sandbox
 def test_ending_a_bot_that_ignores_sigterm_does_not_block_the_loop(arena_sandbox: Sandbox,
                                                                    tmp_path: Path) -> None:
     stubborn = tmp_path / "stubborn.py"
-    stubborn.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                        "time.sleep(60)\n")
+    ignoring = tmp_path / "ignoring"
+    stubborn.write_text("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                        "open(sys.argv[1], 'w').close()\ntime.sleep(60)\n")
 
     async def main() -> float:
-        process = BotProcess("stubborn", f"python {stubborn}", tmp_path / "s.log",
+        process = BotProcess("stubborn", f"python {stubborn} {ignoring}", tmp_path / "s.log",
                              confinement=Confinement(sandbox=False))
         process.spawn()
-        await trio.sleep(0.3)  # its handler is installed
+        with trio.fail_after(30):  # its handler is installed: it says so with a file
+            while not ignoring.exists():
+                await trio.sleep(0.01)
         ticks = 0
 
         async def tick() -> None:
