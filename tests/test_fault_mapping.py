@@ -1,16 +1,19 @@
 """What the referee makes of each way a call to a bot can fail, pinned with a scripted
 bot in the test's own process (tests/scripted.py): ``RemotePlayer.decide``'s fault
-mapping (arena/play/players.py) and the greeting (``BotConnection._greet``,
-arena/proc/connection.py), call by call, over real gRPC on a unix socket.
+mapping (arena/play/players.py), the greeting (``BotConnection._greet``) and the restart
+(``BotConnection.client``, arena/proc/connection.py), call by call, over real gRPC on a
+unix socket. The restart needs a process to kill: tests/bots/relay.py, a ``cmd:`` bot
+that only passes the calls on to the script.
 
 The same faults from real misbehaving processes (tests/bots/crasher.py, garbage.py,
 sleepy.py, ...) stay in tests/test_grpc_games.py and tests/test_sandbox.py; those also
-cover what needs a process (a restart, a limit's ``resource`` fault, a crash's exit
-code), which a bot the arena only reaches (``unix:``) has not.
+cover what only a real bot's process shows (a limit's ``resource`` fault, CPU used while
+stopped, how a crashed process ended and its log), which no script reaches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,10 +21,13 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 import trio
+from conftest import Sandbox, bot_cmd
 from scripted import ScriptedBot, hello, scripted_bot
 
 from arena.model.faults import Fault
+from arena.model.limits import Confinement
 from arena.model.results import BotInfo
+from arena.model.spec import BotSpec
 from arena.play.players import RemotePlayer
 from arena.proc import connection
 from arena.proc.connection import BotConnection, HandshakeError
@@ -256,3 +262,70 @@ def test_a_call_out_of_turn_is_reported(bot: ScriptedBot, tmp_path: Path) -> Non
         greet(bot, tmp_path)
     with pytest.raises(AssertionError, match="Hello came, not Bid"):
         bot.check()
+
+
+# -- the restart (a real process: a relay to the scripted bot) --------------------------
+
+RELAY = Path(__file__).resolve().parent / "bots" / "relay.py"
+
+
+def relayed(bot: ScriptedBot, sandbox: Sandbox) -> BotConnection:
+    """A ``cmd:`` bot whose process (tests/bots/relay.py, unsandboxed) passes every call
+    on to ``bot``: killing it is a crash; what its restart answers is the script's."""
+    return BotConnection("relayed", BotSpec.parse(bot_cmd(RELAY, bot.address)),
+                         sandbox.tmp / "logs", startup_s=30.0,
+                         confinement=Confinement(sandbox=False))
+
+
+def test_a_killed_process_is_restarted_and_greeted_again(
+        bot: ScriptedBot, arena_sandbox: Sandbox) -> None:
+    answer = serde.action_to_response(Decision.PLAY, PLAY.legal[0])
+    bot.expect("Hello", hello(INFO))
+    bot.expect("Play", answer)
+    bot.expect("Hello", hello(INFO))  # the new process's
+    bot.expect("Play", answer)
+
+    async def main() -> tuple[int | None, int | None, int]:
+        conn = relayed(bot, arena_sandbox)
+        try:
+            await conn.open("wizard")
+            player = RemotePlayer(conn)
+            await player.decide(PLAY, "g", "t", 5000, 0)
+            first = conn.pid
+            conn.end_now()  # killed between its calls: its next call restarts it
+            assert await player.decide(PLAY, "g", "t", 5000, 0) == PLAY.legal[0]
+            return first, conn.pid, conn.restarts
+        finally:
+            await conn.aclose()
+
+    first, second, restarts = trio.run(main)
+    bot.check()
+    assert restarts == 1 and first != second
+
+
+def test_a_restart_greeted_as_another_bot_is_given_up(
+        bot: ScriptedBot, arena_sandbox: Sandbox) -> None:
+    """A new process must answer Hello as the first did; one that does not is a crash,
+    and the bot is not started again (every later decision is the same crash)."""
+    bot.expect("Hello", hello(INFO))
+    bot.expect("Hello", hello(dataclasses.replace(INFO, name="impostor")))
+
+    async def main() -> list[Fault]:
+        conn = relayed(bot, arena_sandbox)
+        faults = []
+        try:
+            await conn.open("wizard")
+            conn.end_now()
+            for _ in range(2):
+                with pytest.raises(Fault) as info:
+                    await RemotePlayer(conn).decide(PLAY, "g", "t", 5000, 0)
+                faults.append(info.value)
+            return faults
+        finally:
+            await conn.aclose()
+
+    faults = trio.run(main)
+    bot.check()
+    said = ("restart failed: bot relayed: a new process answered the hand-shake as "
+            "'impostor' (protocol 1), not as 'scripted' (protocol 1)")
+    assert [(f.kind, f.detail) for f in faults] == [("crash", said)] * 2
