@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -448,12 +447,15 @@ def test_sigterm_stops_the_checks_as_ctrl_c_does(sandbox: Path) -> None:
     env = dict(os.environ, TMPDIR=str(sandbox))
     proc = subprocess.Popen(
         [sys.executable, "-m", "arena", "check-bot", "--no-sandbox",
-         python_bot(BOTS / "slow_bot.py"), "--game", "wizard", "--move-ms", "5000",
-         "--log-dir", str(sandbox / "logs")],
+         python_bot(BOTS / "slow_bot.py") + " --note", "--game", "wizard",
+         "--move-ms", "5000", "--log-dir", str(sandbox / "logs")],
         cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert wait_until(lambda: bool(bot_processes(sandbox)), 20), "no bot was started"
-        time.sleep(0.5)  # into the checks
+        # into the checks: the bot has been asked to play (its log says so)
+        assert wait_until(lambda: any(
+            "asked to play" in log.read_text(errors="replace")
+            for log in (sandbox / "logs").rglob("*") if log.is_file()), 20), "never asked"
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     finally:

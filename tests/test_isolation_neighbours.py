@@ -4,10 +4,10 @@ behind, file locks between two bots at one table."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
+from conftest import bot_processes
 from isolation_helpers import (
     CONTROL,
     PY_HEURISTIC,
@@ -106,7 +106,9 @@ def test_control_an_unsandboxed_bot_leaves_a_daemon(world: World) -> None:
     run = run_tournament(world, "daemon-control", trusted(daemon_field(world)),
                          env={"ARENA_NO_CGROUPS": "1"}, **CONTROL).check()
     assert any(r["daemon_pid"] for r in run.reports("daemon"))
-    time.sleep(0.5)
+    # the run has exited and every bot process it started has ended: nothing of it is
+    # left that could still end the daemon
+    assert wait_until_gone(lambda: bot_processes(world.tmp)) == []
     alive = with_marker(f"hostile-daemon-{world.tag}")
     kill_all(alive)
     assert alive, "the daemon should outlive an unsandboxed tournament"
