@@ -298,14 +298,18 @@ def test_game_isolation_ends_every_process_after_its_game(arena_sandbox: Sandbox
 def test_ending_a_bot_that_ignores_sigterm_does_not_block_the_loop(arena_sandbox: Sandbox,
                                                                    tmp_path: Path) -> None:
     stubborn = tmp_path / "stubborn.py"
-    stubborn.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    stubborn.write_text("import signal, sys, time\n"
+                        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                        "open(sys.argv[1], 'w').close()\n"  # its handler is installed
                         "time.sleep(60)\n")
 
     async def main() -> float:
-        process = BotProcess("stubborn", f"python {stubborn}", tmp_path / "s.log",
+        process = BotProcess("stubborn", f"python {stubborn} {fifo}", tmp_path / "s.log",
                              confinement=Confinement(sandbox=False))
         process.spawn()
-        await trio.sleep(0.3)  # its handler is installed
+        await trio.to_thread.run_sync(lambda: open(fifo).close())  # opened by the bot
         ticks = 0
 
         async def tick() -> None:
@@ -321,10 +325,11 @@ def test_ending_a_bot_that_ignores_sigterm_does_not_block_the_loop(arena_sandbox
             elapsed = trio.current_time() - started
             nursery.cancel_scope.cancel()
         assert process.returncode == -signal.SIGKILL
-        assert ticks >= 0.5 * elapsed / 0.01  # the loop kept running meanwhile
+        assert ticks > 0  # the loop ran another task meanwhile (it awaits the exit)
         return elapsed
 
-    assert 0.45 < run_trio(main) < 5
+    # a lower bound only (load lengthens it, never shortens it): SIGKILL came at the grace
+    assert run_trio(main) >= 0.5
 
 
 def test_a_missing_program_is_one_line(arena_sandbox: Sandbox) -> None:
@@ -382,8 +387,9 @@ def test_sdk_bots_stopped_between_calls_end_on_sigterm_not_sigkill(
         return ended
 
     for took, process in run_trio(scenario):
+        # it ended on the SIGTERM, within the grace: no SIGKILL was sent while it ran
         assert process.exit_text() == "exited with code 0", process.exit_text()
-        assert took < 0.6, took  # the grace is 1 s
+        assert not process.killed, took
         assert "stopping" in process.log_path.read_text()
 
 

@@ -163,7 +163,9 @@ class BotConnection:
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
             await trio.to_thread.run_sync(self._process.warm_view, restart)
-            self._process.spawn()
+            # its folders, log, cgroup and fork: on a thread (a cancel meanwhile is
+            # met by open's and _restart's clean-up, which end the process)
+            await trio.to_thread.run_sync(self._process.spawn)
             self._process.pin(self._core)
             self._channel = await self._process.ready()
         else:
@@ -207,7 +209,8 @@ class BotConnection:
         with trio.CancelScope(shield=True):
             old = self._process
             if old is not None and old is not self._reported and old.returncode is not None:
-                self.last_end = old.ended_text(None)  # unreported: it died between calls
+                # unreported: it died between calls
+                self.last_end = await old.ended_report(None)
             await self._end_process()
             try:
                 await self._connect()
@@ -229,8 +232,13 @@ class BotConnection:
         if process is None or not await process.settle(wait_s):
             return None
         self._reported = process
-        self.last_end = process.ended_text(call)
-        return process.ended_text(call, then)
+        ended: BotProcess = process
+
+        def texts() -> tuple[str, str]:  # they read its log: on a thread
+            return ended.ended_text(call), ended.ended_text(call, then)
+
+        self.last_end, text = await trio.to_thread.run_sync(texts)
+        return text
 
     async def failure(self, error: CallFailed, process: BotProcess | None,
                       call: str, restarting: bool = True) -> tuple[str, str]:

@@ -41,6 +41,7 @@ from arena.proc.bwrap import (
     warm_roots,
 )
 from arena.proc.cgroup import Cgroup, describe_processes, limit_mechanism, on_the_way
+from arena.proc.exits import ExitWatch
 from arena.proc.logs import LogPump, log_text, open_new_log
 from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
@@ -52,6 +53,10 @@ CALLS = {"Hello": "during the hand-shake", "Bid": "during a Bid", "Play": "durin
 
 STARTING = "start-up"
 """The "call" of a process that ended before it served (:meth:`BotProcess.ended_text`)."""
+
+BUSY_LOOK_S = 0.05
+"""How often :meth:`BotProcess.terminate` looks again, past its wait, whether a bot is
+still on its way out (its exit ends the wait at once)."""
 
 EXIT_WAIT_S = 0.5
 """How long a failed call waits for the bot process to have exited (and its last words
@@ -122,6 +127,8 @@ class BotProcess:
         self._deadline = 0.0
         self._exit_code: int | None = None
         self._drain: LogPump | None = None
+        self._exit: ExitWatch | None = None
+        """The process's exit, awaited (:mod:`arena.proc.exits`)."""
         self.target = ""
         """The arena's address of the bot's socket (known once it serves)."""
         self._sent_kill = False
@@ -245,49 +252,78 @@ class BotProcess:
         finally:
             _close(filter_fd, info_w, args_fd, err_w)  # the child has its own copies
         assert log_fd is not None and err_r is not None
+        self._exit = ExitWatch(self._proc)
         self._drain = LogPump(err_r, log_fd, str(self._proc.pid))
         self._deadline = time.monotonic() + self.startup_s
 
     async def ready(self) -> Channel:
         """Wait until the spawned process serves; a channel to it. On failure the process
         is ended and :class:`BotStartError` says why."""
-        assert self._proc is not None
+        assert self._proc is not None and self._exit is not None
+        exit_watch = self._exit
         try:
             starting = (self._cgroup if self.idle and idle_start_possible(self._cgroup)
                         else None)
-            while not self._socket_found():
-                if starting is not None and self.idle:
-                    starting.idle_priority(self.confinement.sandbox)
-                if self.returncode is not None:
-                    await self.settle()
-                    raise BotStartError(f"bot {self.name}: {self.ended_text(STARTING)}")
-                if time.monotonic() > self._deadline:
-                    raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g}"
-                                        f" s (does it listen on $ARENA_BOT_LISTEN?); "
-                                        f"see {self.log_path}")
-                await trio.sleep(0.005)
-            if self._cgroup is not None and self.confinement.sandbox:
-                # bubblewrap's processes stay out of the stops (see release_wrappers)
-                self._cgroup.release_wrappers([self._proc.pid, self._child_pid])
-            channel = new_channel(self.target)
-            try:
-                await wait_serving(channel, self._deadline, self.name, self._ended_before_serving)
-            except BotStartError:
+            served: list[Channel] = []
+            failed: list[Exception] = []
+            async with trio.open_nursery() as nursery:
+
+                async def serve() -> None:
+                    try:
+                        served.append(await self._serve(starting))
+                    except Exception as e:  # raised below, not in a group
+                        failed.append(e)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(serve)
+                await exit_watch.wait()  # it ended first: the start stops at once
+                nursery.cancel_scope.cancel()
+            if served and self.returncode is None:
+                return served[0]
+            for channel in served:
                 channel.close()
-                if self.returncode is None:
-                    raise
-                await self.settle()  # it ended: say how, with its log's last words
-                raise BotStartError(f"bot {self.name}: {self.ended_text(STARTING)}") from None
-            except BaseException:
-                channel.close()
-                raise
-            if starting is not None:
-                starting.normal_priority()  # it started at idle priority
+            if failed and (self.returncode is None
+                           or not isinstance(failed[0], BotStartError)):
+                raise failed[0]
+            await self.settle()  # it ended: say how, with its log's last words
+            ended = await self.ended_report(STARTING)
+            raise BotStartError(f"bot {self.name}: {ended}")
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.aclose()
             raise
+
+    async def _serve(self, starting: Cgroup | None) -> Channel:
+        """The start's steps while the process runs (:meth:`ready` stops them when it
+        ends): its socket, then its health service saying SERVING."""
+        assert self._proc is not None
+        while not await trio.to_thread.run_sync(self._start_turn, starting):
+            if time.monotonic() > self._deadline:
+                raise BotStartError(f"bot {self.name}: no socket after {self.startup_s:g}"
+                                    f" s (does it listen on $ARENA_BOT_LISTEN?); "
+                                    f"see {self.log_path}")
+            await trio.sleep(SOCKET_LOOK_S)
+        if self._cgroup is not None and self.confinement.sandbox:
+            # bubblewrap's processes stay out of the stops (see release_wrappers)
+            self._cgroup.release_wrappers([self._proc.pid, self._child_pid])
+        channel = new_channel(self.target)
+        try:
+            await wait_serving(channel, self._deadline, self.name, self._ended_before_serving)
+        except BaseException:
+            channel.close()
+            raise
+        if starting is not None:
+            # it started at idle priority (/proc walked: on a thread)
+            await trio.to_thread.run_sync(starting.normal_priority)
         return channel
+
+    def _start_turn(self, starting: Cgroup | None) -> bool:
+        """One look for the socket while the process starts, on a thread (it reads
+        ``/proc``): the new threads of a spare starting at idle priority put there, then
+        whether its socket is there (:meth:`_socket_found`)."""
+        if starting is not None and self.idle:
+            starting.idle_priority(self.confinement.sandbox)
+        return self._socket_found()
 
     def _socket_found(self) -> bool:
         """Whether the bot's socket is there; then :attr:`target` names it.
@@ -358,9 +394,14 @@ class BotProcess:
                 self._cgroup.normal_priority()
 
     async def start(self) -> Channel:
-        """:meth:`warm_view` (on a thread), :meth:`spawn`, then :meth:`ready`."""
+        """:meth:`warm_view` and :meth:`spawn` (on threads), then :meth:`ready`."""
         await trio.to_thread.run_sync(self.warm_view)
-        self.spawn()
+        try:  # its folders, log, cgroup and fork: on a thread
+            await trio.to_thread.run_sync(self.spawn)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+            raise
         return await self.ready()
 
     def warm_view(self, again: bool = False) -> None:
@@ -567,6 +608,10 @@ class BotProcess:
         then = f"; {then}" if then else ""
         return f"{self.exit_text()}{during}{then}; {log_text(self.log_path)}"
 
+    async def ended_report(self, call: str | None, then: str = "") -> str:
+        """:meth:`ended_text`, made on a thread: it reads the log's last lines."""
+        return await trio.to_thread.run_sync(self.ended_text, call, then)
+
     async def settle(self, wait_s: float = EXIT_WAIT_S) -> bool:
         """Wait up to ``wait_s`` for the process to have exited and all it wrote to its
         stderr to be in its log; whether it has exited. (A dying process closes its
@@ -575,16 +620,17 @@ class BotProcess:
         memory limit (so the kind of the fault does not hang on the machine's load)."""
         await self._settle(wait_s)
         cgroup = self._cgroup
-        if self.returncode is None and cgroup is not None and cgroup.oom_killed():
+        if self.returncode is None and cgroup is not None and await trio.to_thread.run_sync(
+                cgroup.oom_killed):
             await self._settle(KILLED_EXIT_WAIT_S)
         return self.returncode is not None
 
     async def _settle(self, wait_s: float) -> None:
         with trio.move_on_after(wait_s):
-            while self.returncode is None:
-                await trio.sleep(0.005)
-            while self._drain is not None and self._drain.is_alive():
-                await trio.sleep(0.005)
+            if self._exit is not None and self.returncode is None:
+                await self._exit.wait()
+            if self._drain is not None:
+                await self._drain.finished()
 
     # -- ending it --------------------------------------------------------------------
 
@@ -594,23 +640,23 @@ class BotProcess:
         reclaim of its cgroup is then done before it returns (some ms), not on a thread
         (for a process that held pages: no later process may find them). Safe to call
         twice."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
+        proc, exit_watch = self._proc, self._exit
+        if proc is not None and exit_watch is not None and proc.poll() is None:
             self._signal_all(signal.SIGTERM)
             with trio.move_on_after(grace_s):
-                while proc.poll() is None:
-                    await trio.sleep(0.005)
-        if proc is not None:
+                await exit_watch.wait()
+        if proc is not None and exit_watch is not None:
             self._signal_all(signal.SIGKILL)
             with trio.move_on_after(5):
-                while proc.poll() is None:
-                    await trio.sleep(0.005)
-            # the cgroup empties a moment after the leader is reaped
-            with trio.move_on_after(1):
-                while self._cgroup is not None and self._cgroup.pids():
-                    self._signal_all(signal.SIGKILL)
-                    await trio.sleep(0.005)
-        self._finish(background=background)
+                await exit_watch.wait()
+            cgroup = self._cgroup
+            if cgroup is not None:  # it empties a moment after the leader is reaped
+                await trio.to_thread.run_sync(_kill_while_held, cgroup, 1.0,
+                                              abandon_on_cancel=False)
+        self._detach()
+        # the cgroup's figures, its reclaim, the uid's processes, the socket folder: files
+        # and /proc, so on a thread (the trio task waits; see _cleanup)
+        await trio.to_thread.run_sync(self._cleanup, background)
 
     @property
     def signals_reach_bot(self) -> bool:
@@ -631,14 +677,14 @@ class BotProcess:
         since the signal (where that is measured). A bot that ignores the signal sleeps,
         and one that spins in its handler uses up that CPU: either is still judged at
         ``wait_s`` of the machine's time, or as soon as it has had that CPU."""
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
+        proc, exit_watch = self._proc, self._exit
+        if proc is None or exit_watch is None or proc.poll() is not None:
             raise RuntimeError("terminate() needs a running process")
         started = time.monotonic()
         cpu_before = self.cpu_ns()
         self._signal_all(signal.SIGTERM)
 
-        def on_its_way() -> bool:
+        def on_its_way() -> bool:  # reads /proc: on a thread
             cpu = self.cpu_ns()
             if cpu is not None and cpu_before is not None and (
                     cpu - cpu_before >= busy_cpu_s * 1e9):
@@ -646,11 +692,15 @@ class BotProcess:
             return on_the_way(self._cgroup.pids() if self._cgroup is not None else [proc.pid])
 
         with trio.move_on_after(max(wait_s, busy_s)):
-            while proc.poll() is None:
-                if time.monotonic() - started > wait_s and not on_its_way():
-                    return None
-                await trio.sleep(0.005)
-            return time.monotonic() - started
+            with trio.move_on_after(wait_s):
+                await exit_watch.wait()
+                return time.monotonic() - started
+            # past wait_s: go on waiting while it is on its way out, looking again at
+            # each BUSY_LOOK_S; its exit still ends the wait at once
+            while await trio.to_thread.run_sync(on_its_way):
+                with trio.move_on_after(BUSY_LOOK_S):
+                    await exit_watch.wait()
+                    return time.monotonic() - started
         return None
 
     def describe(self) -> str:
@@ -696,18 +746,29 @@ class BotProcess:
             pass
 
     def _finish(self, background: bool = False) -> None:
-        proc, self._proc = self._proc, None  # ended: no pid any more, its exit code stays
+        self._detach()
+        self._cleanup(background)
+
+    def _detach(self) -> None:
+        """The process has ended (or is given up on): no pid any more, its exit code
+        stays; its pidfd closed, its log pump told. On the trio thread (what tasks read)."""
+        proc, self._proc = self._proc, None
         if proc is not None:
             self._exit_code = proc.poll()
+        if self._exit is not None:
+            self._exit.close()
         if self._drain is not None:
             self._drain.stop()  # one byte: the pump lets go by itself
-        self._cleanup(background)
 
     def _cleanup(self, background: bool = False) -> None:
         """Close what is open, and remove the socket folder and the cgroup, the latter
         after reclaiming its memory (what its processes brought into the page cache and
         the dentry cache would stay there, handed to the parent cgroup); ``background``:
-        that on a thread of its own, not to hold up the caller (some tens of ms)."""
+        that on a thread of its own, not to hold up the caller (some tens of ms).
+
+        It reads files and ``/proc``: :meth:`aclose` runs it on a thread, after
+        :meth:`_detach`. Other tasks may read the process meanwhile: its CPU and limit
+        figures are noted before the cgroup is let go, so they see either."""
         _close(self._info, self._sock_dir, self._sock)
         self._info = self._sock_dir = self._sock = None
         cgroup = self._cgroup
@@ -772,6 +833,15 @@ def bot_environment(target: str, confinement: Confinement) -> dict[str, str]:
     return env
 
 
+def _kill_while_held(cgroup: Cgroup, wait_s: float) -> None:
+    """SIGKILL what is left in ``cgroup`` until it is empty, up to ``wait_s`` (blocks:
+    on a thread): the cgroup empties a moment after its leader is reaped."""
+    ends = time.monotonic() + wait_s
+    while cgroup.pids() and time.monotonic() < ends:
+        cgroup.kill_all(signal.SIGKILL)
+        time.sleep(0.005)
+
+
 def _reclaim_and_remove(cgroup: Cgroup) -> None:
     cgroup.reclaim()
     cgroup.remove()
@@ -824,6 +894,10 @@ def _open_path(root: str, *names: str) -> int | None:
 
 
 SOCKET_NAME = "bot.sock"
+
+SOCKET_LOOK_S = 0.005
+"""How often a starting process's socket is looked for (its exit is awaited, not looked
+for: :mod:`arena.proc.exits`)."""
 
 
 
