@@ -200,7 +200,7 @@ def test_aclose_kills_a_bot_that_ignores_sigterm_at_the_grace_and_closes_its_pid
     async def main() -> float:
         process = BotProcess("stubborn", f"python {stubborn} {fifo}", tmp_path / "s.log",
                              confinement=Confinement(sandbox=False))
-        await trio.to_thread.run_sync(process.spawn)
+        process.spawn()
         watch = process._exit
         assert watch is not None and watch.evented
         assert pidfds() == before + 1
@@ -253,7 +253,7 @@ def test_terminate_returns_at_the_exit(tmp_path: Path) -> None:
     async def main() -> None:
         process = BotProcess("polite", f"python {polite} {fifo}", tmp_path / "p.log",
                              confinement=Confinement(sandbox=False))
-        await trio.to_thread.run_sync(process.spawn)
+        process.spawn()
         await trio.to_thread.run_sync(lambda: open(fifo).close())
         watch = process._exit
         assert watch is not None

@@ -163,9 +163,9 @@ class BotConnection:
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
             await trio.to_thread.run_sync(self._process.warm_view, restart)
-            # its folders, log, cgroup and fork: on a thread (a cancel meanwhile is
-            # met by open's and _restart's clean-up, which end the process)
-            await trio.to_thread.run_sync(self._process.spawn)
+            # on the loop's thread, not a worker's: the parent-death signal of what a
+            # thread forks fires when that thread ends (docs/architecture.md)
+            self._process.spawn()
             self._process.pin(self._core)
             self._channel = await self._process.ready()
         else:

@@ -394,14 +394,11 @@ class BotProcess:
                 self._cgroup.normal_priority()
 
     async def start(self) -> Channel:
-        """:meth:`warm_view` and :meth:`spawn` (on threads), then :meth:`ready`."""
+        """:meth:`warm_view` (on a thread), :meth:`spawn`, then :meth:`ready`."""
         await trio.to_thread.run_sync(self.warm_view)
-        try:  # its folders, log, cgroup and fork: on a thread
-            await trio.to_thread.run_sync(self.spawn)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                await self.aclose()
-            raise
+        # on the loop's thread, not a worker's: the parent-death signal of what a thread
+        # forks fires when that thread ends (docs/architecture.md)
+        self.spawn()
         return await self.ready()
 
     def warm_view(self, again: bool = False) -> None:
