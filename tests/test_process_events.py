@@ -264,3 +264,31 @@ def test_terminate_returns_at_the_exit(tmp_path: Path) -> None:
         await process.aclose()
 
     run_trio(main)
+
+
+def test_a_start_cancelled_by_its_caller_ends_the_process(tmp_path: Path) -> None:
+    """The caller's deadline ends a start that waits for a socket (the start's own task
+    and its exit watch both cancelled): the process is ended, its pidfd closed, and the
+    cancellation is the caller's scope's alone (nothing escapes ``move_on_after``)."""
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    silent = tmp_path / "silent.py"
+    silent.write_text("import sys, time\nopen(sys.argv[1], 'w').close()\ntime.sleep(600)\n")
+    before = pidfds()
+
+    async def main() -> BotProcess:
+        process = BotProcess("silent", f"python {silent} {fifo}", tmp_path / "s.log",
+                             startup_s=600, confinement=Confinement(sandbox=False))
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(process.ready)
+                process.spawn()
+                await trio.to_thread.run_sync(lambda: open(fifo).close())  # it runs
+                await trio.testing.wait_all_tasks_blocked()
+                scope.cancel()
+        assert scope.cancelled_caught
+        return process
+
+    process = run_trio(main)
+    assert process.pid is None and process.returncode is not None
+    assert pidfds() == before
