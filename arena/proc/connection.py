@@ -16,7 +16,8 @@ from arena.model.limits import Confinement
 from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
 from arena.proc.logs import LogFolder
-from arena.proc.process import EXIT_WAIT_S, BotProcess
+from arena.proc.process import BotProcess
+from arena.proc.supervise import EXIT_WAIT_S
 from arena.wire.channels import Channel, remote_channel, wait_serving
 from arena.wire.client import BotClient, CallFailed
 from arena.wire.serde import PROTOCOL_VERSION, WireError
