@@ -52,6 +52,9 @@ BOUND_S = 0.25
 """The most CPU time one task step may take (the test's bound: generous, the steps of a
 loop that keeps the rule take a few ms at most)."""
 
+LISTED = 8
+"""How many tasks the benchmark lists, longest step first."""
+
 TOP = 5
 """How many of the longest steps are reported."""
 
@@ -73,15 +76,22 @@ rating = 1550
 [[bots]]
 name = "py1"
 spec = "cmd:python {bot}"
+read_only = ["{root}/arena"]
+env = {{ PYTHONPATH = "{root}" }}
 [[bots]]
 name = "py2"
 spec = "cmd:python {bot}"
+read_only = ["{root}/arena"]
+env = {{ PYTHONPATH = "{root}" }}
 [[bots]]
 name = "py3"
 spec = "cmd:python {bot}"
+read_only = ["{root}/arena"]
+env = {{ PYTHONPATH = "{root}" }}
 """
 """Trumps at 3 seats without the draw (short games), three Python sample bots started
-afresh for every game, one game at a time (the loop's steps, not the machine's cores)."""
+afresh for every game, one game at a time (the loop's steps, not the machine's cores);
+their SDK is the arena's under test (``root``), shown to them read-only."""
 
 
 class StepClock(trio.abc.Instrument):
@@ -98,6 +108,8 @@ class StepClock(trio.abc.Instrument):
         self.longest_wall_s = 0.0
         self.longest_wall_task = ""
         self.over: dict[str, int] = {}
+        self.by_task: dict[str, tuple[float, float, int]] = {}
+        """Per task name: its longest step in CPU and in wall time (s), and its steps."""
         self.top: list[tuple[float, str]] = []
         """The :data:`TOP` longest steps in CPU time: (seconds, task)."""
 
@@ -116,6 +128,8 @@ class StepClock(trio.abc.Instrument):
                 self.longest_cpu_s, self.longest_cpu_task = cpu, task.name
             if wall > self.longest_wall_s:
                 self.longest_wall_s, self.longest_wall_task = wall, task.name
+            most_cpu, most_wall, steps = self.by_task.get(task.name, (0.0, 0.0, 0))
+            self.by_task[task.name] = (max(most_cpu, cpu), max(most_wall, wall), steps + 1)
             if len(self.top) < TOP or cpu > self.top[-1][0]:
                 self.top = sorted([*self.top, (cpu, task.name)], reverse=True)[:TOP]
             if cpu > BOUND_S:
@@ -127,7 +141,11 @@ class StepClock(trio.abc.Instrument):
                     "longest_cpu_task": self.longest_cpu_task,
                     "longest_wall_ms": self.longest_wall_s * 1000,
                     "longest_wall_task": self.longest_wall_task, "over_bound": self.over,
-                    "top_cpu_ms": [[round(cpu * 1000, 2), name] for cpu, name in self.top]}
+                    "top_cpu_ms": [[round(cpu * 1000, 2), name] for cpu, name in self.top],
+                    "by_task": {name: {"cpu_ms": round(cpu * 1000, 2),
+                                       "wall_ms": round(wall * 1000, 2), "steps": steps}
+                                for name, (cpu, wall, steps) in sorted(
+                                    self.by_task.items(), key=lambda kv: -kv[1][0])}}
 
 
 def serve_instrumented(report: Path, argv: Sequence[str]) -> int:
@@ -163,7 +181,7 @@ def measure(folder: Path, games: int, arena_path: Path = REPO,
     ``timeout_s`` passed), stop it (SIGINT, as Ctrl-C) and return the steps' figures,
     with ``games`` (played) and ``fetches`` (pages fetched)."""
     bot = REPO / "sample_bots" / "python" / "random_bot.py"
-    (folder / "league.toml").write_text(LEAGUE_TOML.format(bot=bot))
+    (folder / "league.toml").write_text(LEAGUE_TOML.format(bot=bot, root=arena_path))
     report = folder / "steps.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update(PYTHONPATH=str(arena_path), PYTHONUNBUFFERED="1",
@@ -248,6 +266,9 @@ def run(settings: Any, out: TextIO, games: int | None = None) -> dict[str, Any]:
                   f"CPU ({found['longest_cpu_task']}), {found['longest_wall_ms']:.1f} ms "
                   f"wall ({found['longest_wall_task']}); over {BOUND_S * 1000:.0f} ms "
                   f"CPU: {found['over_bound'] or 'none'}", file=out, flush=True)
+            for name, task in list(found["by_task"].items())[:LISTED]:
+                print(f"        {task['cpu_ms']:8.1f} ms CPU {task['wall_ms']:8.1f} ms wall "
+                      f"{task['steps']:7d} steps  {name}", file=out, flush=True)
     return figures
 
 

@@ -159,8 +159,10 @@ class BotConnection:
         self._retire_channel()
         if self.spec.kind == "cmd":
             restart = self._process is not None
+            # the log's number is found by looking at the folder: on a thread
+            log_path = await trio.to_thread.run_sync(self._logs.next_path, self.name)
             self._process = BotProcess(
-                self.name, self.spec.value, self._logs.next_path(self.name),
+                self.name, self.spec.value, log_path,
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
             await trio.to_thread.run_sync(self._process.warm_view, restart)

@@ -429,7 +429,7 @@ class BotProcess(Supervised):
             ran_ns = (cgroup.cpu_ns() or 0) - (cpu_before or 0) if cpu_before is not None else 0
             waited_s = time.monotonic() - started
             if bound_ms and (ran_ns >= bound_ms * 1_000_000 or waited_s >= STOP_WALL_S):
-                state = cgroup.describe()
+                state = await trio.to_thread.run_sync(cgroup.describe)  # (/proc)
                 self._signal_all(signal.SIGKILL)
                 why = (f"it ran {ran_ns / 1e6:.1f} ms of CPU meanwhile"
                        if ran_ns >= bound_ms * 1_000_000 else
