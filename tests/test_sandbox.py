@@ -397,8 +397,9 @@ def test_sdk_bots_stopped_between_calls_end_on_sigterm_not_sigkill(
         return ended
 
     for took, process in run_trio(scenario):
+        # it ended on the SIGTERM, within the grace: no SIGKILL was sent while it ran
         assert process.exit_text() == "exited with code 0", process.exit_text()
-        assert took < 0.6, took  # the grace is 1 s
+        assert not process.killed, took
         assert "stopping" in process.log_path.read_text()
 
 

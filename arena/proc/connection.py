@@ -16,7 +16,8 @@ from arena.model.limits import Confinement
 from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
 from arena.proc.logs import LogFolder
-from arena.proc.process import EXIT_WAIT_S, BotProcess
+from arena.proc.process import BotProcess
+from arena.proc.supervise import EXIT_WAIT_S
 from arena.wire.channels import Channel, remote_channel, wait_serving
 from arena.wire.client import BotClient, CallFailed
 from arena.wire.serde import PROTOCOL_VERSION, WireError
@@ -158,11 +159,15 @@ class BotConnection:
         self._retire_channel()
         if self.spec.kind == "cmd":
             restart = self._process is not None
+            # the log's number is found by looking at the folder: on a thread
+            log_path = await trio.to_thread.run_sync(self._logs.next_path, self.name)
             self._process = BotProcess(
-                self.name, self.spec.value, self._logs.next_path(self.name),
+                self.name, self.spec.value, log_path,
                 self._startup_s, self._cwd, self.confinement, self._hide,
                 idle=self._idle and self._process is None)  # a restart is awaited
             await trio.to_thread.run_sync(self._process.warm_view, restart)
+            # on the loop's thread, not a worker's: the parent-death signal of what a
+            # thread forks fires when that thread ends (docs/architecture.md)
             self._process.spawn()
             self._process.pin(self._core)
             self._channel = await self._process.ready()
@@ -207,7 +212,8 @@ class BotConnection:
         with trio.CancelScope(shield=True):
             old = self._process
             if old is not None and old is not self._reported and old.returncode is not None:
-                self.last_end = old.ended_text(None)  # unreported: it died between calls
+                # unreported: it died between calls
+                self.last_end = await old.ended_report(None)
             await self._end_process()
             try:
                 await self._connect()
@@ -229,8 +235,13 @@ class BotConnection:
         if process is None or not await process.settle(wait_s):
             return None
         self._reported = process
-        self.last_end = process.ended_text(call)
-        return process.ended_text(call, then)
+        ended: BotProcess = process
+
+        def texts() -> tuple[str, str]:  # they read its log: on a thread
+            return ended.ended_text(call), ended.ended_text(call, then)
+
+        self.last_end, text = await trio.to_thread.run_sync(texts)
+        return text
 
     async def failure(self, error: CallFailed, process: BotProcess | None,
                       call: str, restarting: bool = True) -> tuple[str, str]:

@@ -10,7 +10,10 @@ import re
 import select
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import trio
 
 from arena.model.files import open_new_file, safe_name
 
@@ -47,7 +50,8 @@ chatty bot cannot starve the others' logs."""
 class _Stream:
     """One process's stderr as the hub pumps it."""
 
-    __slots__ = ("deadline", "done", "log", "name", "read", "stop_asked", "written")
+    __slots__ = ("deadline", "done", "lock", "log", "name", "on_done", "read", "stop_asked",
+                 "written")
 
     def __init__(self, read_fd: int, log_fd: int, name: str) -> None:
         self.read, self.log, self.name = read_fd, log_fd, name
@@ -55,6 +59,10 @@ class _Stream:
         self.stop_asked = False
         self.deadline: float | None = None
         self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.on_done: list[Callable[[], None]] = []
+        """Called (on the pump's thread) once the pump has let go (see
+        :meth:`LogPump.finished`)."""
 
 
 class _Hub:
@@ -171,7 +179,11 @@ class _Hub:
                 os.close(fd)
             except OSError:
                 pass
-        stream.done.set()
+        with stream.lock:
+            stream.done.set()
+            callbacks, stream.on_done = stream.on_done, []
+        for callback in callbacks:
+            callback()
 
 
 _hub_lock = threading.Lock()
@@ -209,6 +221,33 @@ class LogPump:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the pump has let go of this stream (for a thread; not the loop)."""
         return self._stream.done.wait(timeout)
+
+    async def finished(self) -> None:
+        """Wait, in trio, until the pump has let go of this stream (everything the process
+        wrote is in its log): an event the pump's thread sets through the loop's token,
+        no thread waiting and no timer."""
+        stream = self._stream
+        if stream.done.is_set():
+            return
+        token = trio.lowlevel.current_trio_token()
+        event = trio.Event()
+
+        def wake() -> None:
+            try:
+                token.run_sync_soon(event.set)
+            except trio.RunFinishedError:  # the run ended meanwhile: nobody waits
+                pass
+
+        with stream.lock:
+            if stream.done.is_set():
+                return
+            stream.on_done.append(wake)
+        try:
+            await event.wait()
+        finally:
+            with stream.lock:
+                if wake in stream.on_done:
+                    stream.on_done.remove(wake)
 
     def stop(self) -> None:
         """Tell the pump the process has ended (once; returns at once)."""
