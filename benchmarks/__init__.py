@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, str] = {
     "store": "benchmarks.store",
     "publish_memory": "benchmarks.publish_memory",
     "page": "benchmarks.page",
+    "loop_steps": "benchmarks.loop_steps",
 }
 """Every benchmark by name, with the module that implements it, in the order they run."""
 

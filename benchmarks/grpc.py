@@ -405,6 +405,7 @@ def _group(func: tuple[str, int, str]) -> str:
     if path.endswith("/arena/model/record.py"):
         return "record"
     if path.endswith(("/arena/proc/cgroup.py", "/arena/proc/process.py",
+                      "/arena/proc/supervise.py", "/arena/proc/exits.py",
                       "/arena/proc/connection.py")):
         return "clock"
     if "/grpc/" in path:

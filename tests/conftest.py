@@ -71,7 +71,7 @@ HEAVY_FIRST = (
     "test_grpc_games", "test_checkbot", "test_crash_reports", "test_isolation_pagecache",
     "test_isolation_neighbours", "test_store_lock", "test_league_web", "test_sandbox",
     "test_job", "test_league", "test_isolation_kernel", "test_view_images", "test_human",
-    "test_ruby_bot", "test_runtimes", "test_league_limits",
+    "test_ruby_bot", "test_loop_steps", "test_runtimes", "test_league_limits",
 )
 """The test files that take longest (seconds of test time, most first, measured on a
 2-core machine: 65 to 8 s; test_sample_bots builds the C++ sample on a fresh machine),
