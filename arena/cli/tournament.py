@@ -10,6 +10,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import trio
@@ -28,6 +29,7 @@ from arena.model.files import MARKER, FolderError, claim_folder
 from arena.model.job import GameOutcome
 from arena.model.names import clean
 from arena.model.spec import command_args
+from arena.play.pool import machine_bound, memory_available
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism
 from arena.proc.reaper import start_cleanup
@@ -135,6 +137,8 @@ def run_command(args: argparse.Namespace) -> int:
         out.print(f"[bold]{for_terminal(config.name)}[/]: {config.game}, {config.seats} seats, "
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
         _print_confinement(config, err)
+        if not use_ray:
+            config = _machine_bound(config, err)
         if use_ray:
             err.print(f"engine: ray ({address or 'RAY_ADDRESS, else a local Ray instance'}): "
                       f"one game per CPU of the cluster; concurrency does not apply",
@@ -313,6 +317,19 @@ def remove_made_files(folder: Path) -> list[str]:
         elif name not in (MARKER, LOCK_NAME):  # the lock stays: another run may wait on it
             left.append(name)
     return left
+
+
+def _machine_bound(config: TournamentConfig, err: Console) -> TournamentConfig:
+    """``config`` with the memory its pools may keep idle and spare processes in, from the
+    machine's available memory (read once, here, before the run's loop) and the bots'
+    memory limits; said in one line."""
+    limits = [b.confinement.limits.memory_mb for b in config.bots if b.spec.kind == "cmd"]
+    if not limits or config.isolation == "shared":
+        return config
+    in_games = config.concurrency * min(config.seats, len(limits))
+    budget, line = machine_bound(limits, in_games, memory_available())
+    err.print(line, soft_wrap=True, markup=False)
+    return replace(config, pool=replace(config.pool, idle_bytes=budget))
 
 
 def _print_confinement(config: TournamentConfig, err: Console) -> None:

@@ -14,6 +14,10 @@ isolation ends every process after one game; ``shared`` keeps today's single pro
 per bot that serves every game, several at once (trusted bots only).
 
 Start-ups happen before a game begins, never on a bot's clock.
+
+An :class:`IdleBound` caps the processes all pools of a run keep idle or start ahead,
+together, by the machine's memory (:func:`machine_bound`): each counts its bot's memory
+limit, and past the bound the process idle longest, of any bot, ends.
 """
 
 from __future__ import annotations
@@ -78,6 +82,153 @@ class DealLedger:
         """Every idle process, forgotten (for the caller to end)."""
         idle, self.idle = self.idle, []
         return idle
+
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def memory_available(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """The machine's ``MemAvailable`` in bytes (blocking: read it off the trio thread);
+    None where the file or the line is missing."""
+    try:
+        text = meminfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key == "MemAvailable":
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                return int(parts[0]) * 1024
+    return None
+
+
+def idle_budget(available: int, bot_bytes: int, in_games: int) -> int:
+    """The bytes the pools may keep in idle and spare processes: ``available`` less a
+    margin for the machine (a tenth of it, at least 1 GiB) and less the processes in
+    games (``in_games`` of them, each at ``bot_bytes``, the largest bot memory limit)."""
+    margin = max(GIB, available // 10)
+    return max(0, available - margin - in_games * bot_bytes)
+
+
+class IdleBound:
+    """The memory every pool of a run may keep in idle processes and spares, together.
+
+    A process counts its bot's memory limit (what it may take) from when it goes idle or
+    its start ahead of a game is decided, until a game leases it or it ends. When a
+    process goes idle past the bound, the one idle longest of any bot ends (it may be
+    this one); a spare starts only if ending idle ones makes room for it. A bot's first
+    process (its hand-shake, at the start of a run) waits for room, one at a time at
+    least: 200 bots do not start 200 processes at once. ``limit`` None: no bound (one
+    pool alone, a match)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.used = 0
+        """Bytes counted now: the idle processes and the reserved spares."""
+        self.ended = 0
+        """Idle processes ended for the bound."""
+        self._idle: dict[BotConnection, tuple[BotPool, int]] = {}
+        """The idle processes, idle longest first, with their pool and cost."""
+        self._opening = 0
+        """Bots' first processes starting now."""
+        self._freed = trio.Event()
+
+    def _fits(self, cost: int) -> bool:
+        return self.limit is None or self.used + cost <= self.limit
+
+    def _evict_for(self, cost: int) -> list[BotConnection] | None:
+        """End idle processes, longest idle first, until ``cost`` fits; the ones ended
+        (taken out of their pools), or None if it cannot fit (nothing is ended then)."""
+        if self._fits(cost):
+            return []
+        assert self.limit is not None
+        freeable = self.limit - self.used + sum(c for _, c in self._idle.values())
+        if cost > freeable:
+            return None
+        ended: list[BotConnection] = []
+        while not self._fits(cost):
+            conn, (pool, _) = next(iter(self._idle.items()))
+            self.drop(conn)
+            pool._forget(conn)
+            ended.append(conn)
+        self.ended += len(ended)
+        return ended
+
+    def keep(self, pool: BotPool, conn: BotConnection, cost: int) -> list[BotConnection]:
+        """``conn`` of ``pool`` goes idle: the processes to end now (taken out of their
+        pools), ``conn`` itself among them when it cannot fit."""
+        ended = self._evict_for(cost)
+        if ended is None:
+            pool._forget(conn)
+            self.ended += 1
+            return [conn]
+        self._idle[conn] = (pool, cost)
+        self.used += cost
+        return ended
+
+    def drop(self, conn: BotConnection) -> None:
+        """``conn`` is no longer idle (leased, or ended)."""
+        entry = self._idle.pop(conn, None)
+        if entry is not None:
+            self.used -= entry[1]
+            self._free()
+
+    def _free(self) -> None:
+        self._freed.set()
+        self._freed = trio.Event()
+
+    async def open_first(self, cost: int) -> list[BotConnection]:
+        """Wait for room for a bot's first process (counted until :meth:`opened`): the
+        idle processes to end for it. One starts whatever the bound when none other
+        does, so every bot is heard from in the end."""
+        while True:
+            ended = self._evict_for(cost)
+            if ended is not None or self._opening == 0:
+                self.used += cost
+                self._opening += 1
+                return ended or []
+            await self._freed.wait()
+
+    def opened(self, cost: int) -> None:
+        """The first process of :meth:`open_first` answered, or failed."""
+        self._opening -= 1
+        self.unreserve(cost)
+
+    def reserve(self, cost: int) -> list[BotConnection] | None:
+        """Count a spare about to start: the idle processes to end for it, or None when
+        it does not fit (then it does not start)."""
+        ended = self._evict_for(cost)
+        if ended is not None:
+            self.used += cost
+        return ended
+
+    def unreserve(self, cost: int) -> None:
+        """A reserved spare was leased, or ended."""
+        self.used -= cost
+        self._free()
+
+    def recount(self, cost: int) -> None:
+        """A spare a game had claimed is a spare again (the game was called off): counted
+        again, even past the bound (it is already started)."""
+        self.used += cost
+
+
+def machine_bound(limits_mb: Sequence[int], in_games: int,
+                  available: int | None) -> tuple[int | None, str]:
+    """The bytes an :class:`IdleBound` of a run allows, whose ``cmd:`` bots have memory
+    limits ``limits_mb`` (MiB, 0: none, counted as 1 GiB), ``in_games`` of their processes
+    in games at once, on a machine with ``available`` bytes (None: unknown, no bound);
+    and the line that says it at the start of the run."""
+    if available is None or not limits_mb:
+        return None, "pool: no bound by the machine's memory (MemAvailable unknown)"
+    largest = max((mb or 1024) for mb in limits_mb) * MIB
+    budget = idle_budget(available, largest, in_games)
+    return budget, (
+        f"pool: at most {budget // largest} idle or spare processes of all bots at once "
+        f"(memory: {available / GIB:.1f} GiB available, {largest // MIB} MiB a bot, "
+        f"{in_games} in games, a margin of {max(GIB, available // 10) / GIB:.1f} GiB)")
 
 
 class Dealt(Protocol):
@@ -155,11 +306,12 @@ class BotPool:
     def __init__(self, name: str, spec: BotSpec, log_dir: Path, startup_s: float,
                  confinement: Confinement, isolation: str, deals: int,
                  hide: tuple[Path, ...] = (), spares: int = 1, max_idle: int = 8,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, bound: IdleBound | None = None) -> None:
         """``spares``: the most processes this pool starts ahead of a game at once, for
         the games :meth:`prepare` says are coming (none is started for nothing);
         ``max_idle``: the most it keeps idle between games (past it, the one that has seen
-        most deals ends)."""
+        most deals ends); ``bound``: the memory all pools of the run keep idle and spare
+        processes in (:class:`IdleBound`; None: no bound but these)."""
         self.name = name
         self.spec = spec
         self.isolation = isolation
@@ -184,6 +336,9 @@ class BotPool:
         self._shared: BotConnection | None = None
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        self._bound = bound if bound is not None else IdleBound(None)
+        self._cost = (confinement.limits.memory_mb or 1024) * MIB
+        """What one process counts against the bound: the bot's memory limit."""
 
     async def __aenter__(self) -> BotPool:
         self._nursery_manager = trio.open_nursery()
@@ -208,13 +363,21 @@ class BotPool:
     async def open(self, game: str) -> BotInfo:
         """Start the first process and check its hand-shake; :class:`HandshakeError`."""
         conn = self._make(False)
+        counted = self.spec.kind == "cmd" and self.isolation != "shared"
+        if counted:
+            await self._end(await self._bound.open_first(self._cost))
         self.started += 1
-        self.info = await conn.open(game)
+        try:
+            self.info = await conn.open(game)
+        finally:
+            if counted:
+                self._bound.opened(self._cost)
         self._game = game
         if self.isolation == "shared" or self.spec.kind != "cmd":
             self._shared = conn
         else:
             self._ledger.idle.append(conn)
+            await self._end(self._bound.keep(self, conn, self._cost))
             self._top_up()
         return self.info
 
@@ -252,7 +415,11 @@ class BotPool:
         """
         if self._shared is not None:
             return self._shared
-        conn = self._ledger.take(deal) or await self._fresh(core)
+        conn = self._ledger.take(deal)
+        if conn is not None:
+            self._bound.drop(conn)
+        else:
+            conn = await self._fresh(core)
         self._ledger.lease(conn, deal)
         self._leased.add(conn)
         return conn
@@ -276,12 +443,27 @@ class BotPool:
             else:
                 extra = self._ledger.put_back(conn)
                 if extra is not None:
+                    self._bound.drop(extra)
                     await extra.aclose()
+                if extra is not conn:
+                    await self._end(self._bound.keep(self, conn, self._cost))
         self._top_up()
+
+    def _forget(self, conn: BotConnection) -> None:
+        """The bound ends ``conn``, idle in this pool: it is idle no more."""
+        if conn in self._ledger.idle:
+            self._ledger.idle.remove(conn)
+
+    @staticmethod
+    async def _end(conns: Sequence[BotConnection]) -> None:
+        """End processes the bound took out of their pools (idle, so at once)."""
+        for conn in conns:
+            await conn.aclose()
 
     async def _fresh(self, core: int | None) -> BotConnection:
         if self._spares:
             self._spares_wanted = max(0, self._spares_wanted - 1)
+            self._bound.unreserve(self._cost)
             return self._spares.pop(0)
         for starting in self._starting:
             if starting.claimed:
@@ -289,11 +471,13 @@ class BotPool:
             # no spare ready, but one is on its way: the game waits for that one, now
             # at normal priority on the game's core (its start so far is not wasted)
             starting.claimed = True
+            self._bound.unreserve(self._cost)  # in a game from now on, not a spare
             starting.conn.hurry(core)
             try:
                 await starting.done.wait()
             except BaseException:  # the game was called off: it is a spare again
                 starting.claimed = False
+                self._bound.recount(self._cost)
                 raise
             if starting.ok:
                 self._spares_wanted = max(0, self._spares_wanted - 1)
@@ -315,6 +499,11 @@ class BotPool:
             return
         while (len(self._spares) + sum(not s.claimed for s in self._starting)
                < self._spares_wanted):
+            ended = self._bound.reserve(self._cost)
+            if ended is None:
+                return  # no room under the machine's bound: a lease starts one then
+            for conn in ended:  # idle, their ends need no wait
+                self._nursery.start_soon(conn.aclose)
             starting = _Starting(self._make(True))
             self._starting.append(starting)
             self.started += 1
@@ -325,8 +514,12 @@ class BotPool:
         try:
             await conn.open(self._game)
         except HandshakeError:
+            if not starting.claimed:
+                self._bound.unreserve(self._cost)
             return  # a lease starts one itself, and reports the failure in its game
         except BaseException:
+            if not starting.claimed:
+                self._bound.unreserve(self._cost)
             await conn.aclose()
             raise
         else:
@@ -337,6 +530,7 @@ class BotPool:
         if starting.claimed:
             return  # a game took it while it started
         if self._closed:
+            self._bound.unreserve(self._cost)
             await conn.aclose()
         else:
             self._spares.append(conn)
@@ -345,6 +539,10 @@ class BotPool:
         """End every process of the pool."""
         self._closed = True
         conns = [*self._ledger.clear(), *self._spares]
+        for conn in conns:
+            self._bound.drop(conn)
+        for _ in self._spares:
+            self._bound.unreserve(self._cost)
         if self._shared is not None:
             conns.append(self._shared)
         self._spares, self._shared = [], None

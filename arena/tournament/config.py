@@ -62,6 +62,10 @@ class PoolSettings:
     """The most kept idle between games, per bot (default ``concurrency`` + 1)."""
     lookahead: int | None = None
     """How many of the queued games the pools prepare for (default ``concurrency``)."""
+    idle_bytes: int | None = None
+    """The memory all pools may keep in idle and spare processes together (not from the
+    file: worked out from the machine at the start of a run, :func:`arena.play.pool.machine_bound`);
+    None: no bound but the settings."""
 
     def resolved(self, concurrency: int) -> tuple[int, int, int]:
         """(spares, max_idle, lookahead) in force."""

@@ -25,7 +25,7 @@ from arena import __version__
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight, prepare_pools
+from arena.play.pool import BotPool, DealsInFlight, IdleBound, prepare_pools
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.tournament.config import BotEntry, TournamentConfig
@@ -217,6 +217,7 @@ async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[st
     log_dir = config.output / "logs"
     hide = (config.output.absolute(), *bot_folders_of(config))
     pools: dict[str, BotPool] = {}
+    bound = IdleBound(config.pool.idle_bytes)  # one for all the pools
     for bot in config.bots:
         if bot.spec.kind != "builtin":
             own = bot_folders_of(config, bot.name)
@@ -225,7 +226,8 @@ async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[st
                 bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                 bot.confinement, config.isolation, config.deals,
                 hide=tuple(h for h in hide if h not in own),
-                spares=spares, max_idle=max_idle, cwd=bot.cwd or config.folder))
+                spares=spares, max_idle=max_idle, cwd=bot.cwd or config.folder,
+                bound=bound))
     return pools
 
 
