@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conftest import REPO, Sandbox
 
-from arena.play.pool import MIB, idle_budget, memory_available
+from arena.play.pool import GIB, IDLE_FLOOR, MIB, idle_budget, memory_available
 from benchmarks.field import (
     Peaks,
     copy_bots,
@@ -65,13 +65,14 @@ if __name__ == "__main__":
 
 
 def _memory_mb() -> int:
-    """A bot memory limit for which the machine's bound allows about :data:`IDLE` idle
-    processes (the arena reads ``MemAvailable`` again: a little more or less room)."""
+    """A bot memory limit for which the machine's bound leaves room for about :data:`IDLE`
+    idle processes at the least each counts (the processes in games take the rest; the
+    arena reads ``MemAvailable`` again: a little more or less room)."""
     available = memory_available()
     assert available is not None
-    mb = available // MIB // (CONCURRENCY * SEATS + IDLE + 1)
-    while idle_budget(available, mb * MIB, CONCURRENCY * SEATS) // (mb * MIB) > IDLE:
-        mb += 16
+    margin = max(GIB, available // 10)
+    mb = (available - margin - IDLE * IDLE_FLOOR) // (CONCURRENCY * SEATS) // MIB
+    assert idle_budget(available, mb * MIB, CONCURRENCY * SEATS) // IDLE_FLOOR <= IDLE + 1
     return mb
 
 
@@ -103,14 +104,16 @@ def test_a_field_killed_and_resumed_plays_every_bot_hears_every_line_leaves_noth
     second = run_arena(args, REPO, env, peaks)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "Traceback" not in second.stderr and "Exception in thread" not in second.stderr
-    bound = re.search(r"^pool: at most (\d+) idle or spare processes", second.stderr, re.M)
+    bound = re.search(r"^pool: (\d+) MiB for idle and spare processes", second.stderr, re.M)
     assert bound is not None, second.stderr[-2000:]
     rows = stored(out)
     assert len(rows) == total
     assert {b for bots_, _ in rows for b in bots_} == {n for n, _ in bots}  # all played
     # the bound: the games' processes, the idle and spare ones it allows, and one
     # game's processes on their way out
-    assert peaks.bots <= CONCURRENCY * SEATS + int(bound[1]) + SEATS, (peaks, bound[0])
+    # each idle process counts at least IDLE_FLOOR against the bound
+    room = int(bound[1]) * MIB // IDLE_FLOOR
+    assert peaks.bots <= CONCURRENCY * SEATS + room + SEATS, (peaks, bound[0])
 
     # every log of the resumed run holds every line its bot counted, in order
     new = [p for p in (out / "logs").glob("*.log") if p.name not in before]

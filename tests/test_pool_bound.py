@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 from conftest import SAMPLE_BOTS, Sandbox, bot_cmd, gone, run_trio
 
+import arena.play.pool as pool_module
 from arena.model.limits import Confinement, Limits
 from arena.model.spec import BotSpec
 from arena.play.pool import (
     GIB,
+    IDLE_FLOOR,
     MIB,
     BotPool,
     IdleBound,
@@ -44,8 +47,9 @@ def test_the_bound_leaves_a_margin_and_the_processes_in_games() -> None:
     assert idle_budget(2 * GIB, 1024 * MIB, 4) == 0
     budget, line = machine_bound([256, 128, 256], 12, 20 * GIB)
     assert budget == 15 * GIB
-    assert line == ("pool: at most 60 idle or spare processes of all bots at once (memory: "
-                    "20.0 GiB available, 256 MiB a bot, 12 in games, a margin of 2.0 GiB)")
+    assert line == ("pool: 15360 MiB for idle and spare processes of all bots at once (each "
+                    "idle one counts what it holds, at least 32 MiB; a spare its limit; "
+                    "memory: 20.0 GiB available, 12 in games at 256 MiB, a margin of 2.0 GiB)")
     # no memory limit counts as 1 GiB; an unknown machine has no bound
     assert machine_bound([0], 0, 20 * GIB)[0] == 18 * GIB
     assert machine_bound([256], 12, None)[0] is None
@@ -78,10 +82,36 @@ def _confined(mb: int) -> Confinement:
     return Confinement(limits=Limits(memory_mb=mb))
 
 
-def test_pools_under_a_tiny_bound_end_idle_processes(arena_sandbox: Sandbox) -> None:
-    """Two bots' pools share room for one idle process (64 MiB, each bot at 64 MiB): the
-    process idle longest ends when another goes idle; a spare does not start while only
-    a game's process could make room; with no room a pool keeps nothing."""
+def test_an_idle_process_counts_what_it_holds_not_its_limit(arena_sandbox: Sandbox) -> None:
+    """Stopped and reclaimed, an idle process cannot grow: it counts the memory its cgroup
+    is charged (at least the floor), not its bot's 1 GiB limit; leased, it counts no more."""
+    async def main() -> None:
+        bound = IdleBound(8 * GIB)
+        async with BotPool("a", BotSpec.parse(RANDOM_PY), arena_sandbox.tmp / "logs", 30.0,
+                           _confined(1024), "deal", deals=5, bound=bound) as a:
+            await a.open("wizard")
+            conn = a._ledger.idle[0]
+            held = await conn.memory_bytes()
+            if held is None:
+                pytest.skip("no memory cgroup counts a bot's memory here")
+            assert IDLE_FLOOR <= bound.used <= max(IDLE_FLOOR, held) + 8 * MIB
+            assert bound.used < 1024 * MIB
+            leased = await a.lease(1)
+            assert bound.used == 0
+            await a.release(leased)  # after its game, stopped and reclaimed: counted again
+            assert IDLE_FLOOR <= bound.used < 1024 * MIB
+
+    run_trio(main)
+
+
+def test_pools_under_a_tiny_bound_end_idle_processes(arena_sandbox: Sandbox,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two bots' pools share room for one idle process (64 MiB, each bot at 64 MiB, and
+    each idle process counted at 64 MiB whatever it holds): the process idle longest ends
+    when another goes idle; a spare does not start while only a game's process could make
+    room; with no room a pool keeps nothing."""
+    monkeypatch.setattr(pool_module, "IDLE_FLOOR", 64 * MIB)
+
     async def main() -> None:
         logs = arena_sandbox.tmp / "logs"
         bound = IdleBound(64 * MIB)
@@ -117,9 +147,11 @@ def test_pools_under_a_tiny_bound_end_idle_processes(arena_sandbox: Sandbox) -> 
 
 
 def test_bots_first_processes_wait_for_room_one_at_a_time_at_least(
-        arena_sandbox: Sandbox) -> None:
+        arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     """Three bots open at once under room for one process: their first processes start
     one after another, each ending the one idle before it (not three at once)."""
+    monkeypatch.setattr(pool_module, "IDLE_FLOOR", 64 * MIB)
+
     class Watched(IdleBound):
         most = 0
 

@@ -104,6 +104,11 @@ def memory_available(meminfo: Path = Path("/proc/meminfo")) -> int | None:
     return None
 
 
+IDLE_FLOOR = 32 * MIB
+"""The least an idle process counts against the bound, whatever it measures: a process
+holds kernel memory its cgroup may not be charged for (its page tables, its sandbox)."""
+
+
 def idle_budget(available: int, bot_bytes: int, in_games: int) -> int:
     """The bytes the pools may keep in idle and spare processes: ``available`` less a
     margin for the machine (a tenth of it, at least 1 GiB) and less the processes in
@@ -115,8 +120,10 @@ def idle_budget(available: int, bot_bytes: int, in_games: int) -> int:
 class IdleBound:
     """The memory every pool of a run may keep in idle processes and spares, together.
 
-    A process counts its bot's memory limit (what it may take) from when it goes idle or
-    its start ahead of a game is decided, until a game leases it or it ends. When a
+    A process counts from when it goes idle or its start ahead of a game is decided,
+    until a game leases it or it ends: an idle one what it holds (measured, stopped and
+    reclaimed: it cannot grow while frozen; :meth:`BotPool._idle_cost`), a spare or a
+    first process its bot's memory limit (it may take that while it starts). When a
     process goes idle past the bound, the one idle longest of any bot ends (it may be
     this one); a spare starts only if ending idle ones makes room for it. A bot's first
     process (its hand-shake, at the start of a run) waits for room, one at a time at
@@ -226,9 +233,10 @@ def machine_bound(limits_mb: Sequence[int], in_games: int,
     largest = max((mb or 1024) for mb in limits_mb) * MIB
     budget = idle_budget(available, largest, in_games)
     return budget, (
-        f"pool: at most {budget // largest} idle or spare processes of all bots at once "
-        f"(memory: {available / GIB:.1f} GiB available, {largest // MIB} MiB a bot, "
-        f"{in_games} in games, a margin of {max(GIB, available // 10) / GIB:.1f} GiB)")
+        f"pool: {budget // MIB} MiB for idle and spare processes of all bots at once "
+        f"(each idle one counts what it holds, at least {IDLE_FLOOR // MIB} MiB; a spare "
+        f"its limit; memory: {available / GIB:.1f} GiB available, {in_games} in games at "
+        f"{largest // MIB} MiB, a margin of {max(GIB, available // 10) / GIB:.1f} GiB)")
 
 
 class Dealt(Protocol):
@@ -376,8 +384,9 @@ class BotPool:
         if self.isolation == "shared" or self.spec.kind != "cmd":
             self._shared = conn
         else:
+            cost = await self._idle_cost(conn)
             self._ledger.idle.append(conn)
-            await self._end(self._bound.keep(self, conn, self._cost))
+            await self._end(self._bound.keep(self, conn, cost))
             self._top_up()
         return self.info
 
@@ -441,13 +450,27 @@ class BotPool:
             if await conn.reclaim() is not None:
                 await conn.aclose(background=False)  # its pages gone before the next game
             else:
+                cost = await self._idle_cost(conn)
                 extra = self._ledger.put_back(conn)
                 if extra is not None:
                     self._bound.drop(extra)
                     await extra.aclose()
                 if extra is not conn:
-                    await self._end(self._bound.keep(self, conn, self._cost))
+                    await self._end(self._bound.keep(self, conn, cost))
         self._top_up()
+
+    async def _idle_cost(self, conn: BotConnection) -> int:
+        """What ``conn``, about to go idle, counts against the bound: the memory its
+        process holds now (stopped, after the reclaim: it cannot grow while idle, since
+        it is frozen), at least :data:`IDLE_FLOOR` and at most the bot's limit; the limit
+        where nothing measures it (rlimits only). A process leased again counts among the
+        processes in games, at its limit (:func:`idle_budget`)."""
+        if self._bound.limit is None:
+            return self._cost
+        held = await conn.memory_bytes()
+        if held is None:
+            return self._cost
+        return min(self._cost, max(IDLE_FLOOR, held))
 
     def _forget(self, conn: BotConnection) -> None:
         """The bound ends ``conn``, idle in this pool: it is idle no more."""

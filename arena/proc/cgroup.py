@@ -547,6 +547,20 @@ class Cgroup:
                 except OSError:  # the last tasks are still being reaped
                     time.sleep(0.002)
 
+    def memory_bytes(self) -> int | None:
+        """The memory charged to the bot's processes now (v2 ``memory.current``, v1
+        ``memory.usage_in_bytes``), or None where no memory cgroup counts it. Read while
+        the bot is stopped, after the reclaim, it is what an idle process keeps: its own
+        pages and its /tmp, no page cache. Blocking: call it off the trio thread."""
+        folder = self.dirs.get("" if self.v2 else "memory")
+        if folder is None:
+            return None
+        try:
+            return int(read_small(str(folder / ("memory.current" if self.v2
+                                                else "memory.usage_in_bytes"))) or 0)
+        except (OSError, ValueError):
+            return None
+
     def held_after_reclaim(self) -> str | None:
         """What the bot's processes still hold after :meth:`reclaim`, when they hold
         what the reclaim should have dropped (one line), else None: locked pages

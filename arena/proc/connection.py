@@ -325,6 +325,13 @@ class BotConnection:
             return await self._process.reclaim()
         return None
 
+    async def memory_bytes(self) -> int | None:
+        """The memory its process holds now (stopped and reclaimed, what it keeps while
+        idle), or None where nothing counts it."""
+        if self._process is not None and self._process.alive():
+            return await self._process.memory_bytes()
+        return None
+
     def cpu_while_stopped_ns(self) -> int:
         """CPU time the bot got while it was stopped, found since this was last asked (0
         for a bot that was stopped whole: its processes cannot run while stopped)."""

@@ -481,6 +481,14 @@ class BotProcess(Supervised):
 
         return await trio.to_thread.run_sync(reclaim)
 
+    async def memory_bytes(self) -> int | None:
+        """The memory charged to the bot's processes now (:meth:`Cgroup.memory_bytes`),
+        read off the trio thread; None without a memory cgroup."""
+        cgroup = self._cgroup
+        if cgroup is None:
+            return None
+        return await trio.to_thread.run_sync(cgroup.memory_bytes)
+
     def take_cpu_while_stopped(self) -> int:
         """CPU time (ns) the bot's processes got while stopped since this was last asked:
         0 unless a process escaped the stop (see :meth:`Cgroup.thaw`)."""
