@@ -9,6 +9,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
                   f"file; stored in {clean(str(config.output))}", markup=False)
         err.print(f"isolation: {base.isolation}; {base.concurrency} game(s) at once",
                   markup=False)
-        from arena.cli.tournament import runtime_lines
+        from arena.cli.tournament import machine_bound_of, runtime_lines
         from arena.proc.ids import id_mechanism
         from arena.proc.images import image_mechanism
 
@@ -248,6 +249,7 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         err.print(image_mechanism().describe(), markup=False)
         for line in runtime_lines(base.bots, base.folder, base.runtimes):
             err.print(line, markup=False)
+        config = replace(config, base=machine_bound_of(base, err, league=True))
         if serving is not None:
             err.print(f"runtimes a bot.toml may name: {', '.join(serving['runtimes'])}",
                       markup=False)

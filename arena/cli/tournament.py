@@ -138,7 +138,7 @@ def run_command(args: argparse.Namespace) -> int:
                   f"{len(config.bots)} bots, {config.format}, {config.deals} deal(s) per table")
         _print_confinement(config, err)
         if not use_ray:
-            config = _machine_bound(config, err)
+            config = machine_bound_of(config, err)
         if use_ray:
             err.print(f"engine: ray ({address or 'RAY_ADDRESS, else a local Ray instance'}): "
                       f"one game per CPU of the cluster; concurrency does not apply",
@@ -319,14 +319,19 @@ def remove_made_files(folder: Path) -> list[str]:
     return left
 
 
-def _machine_bound(config: TournamentConfig, err: Console) -> TournamentConfig:
+def machine_bound_of(config: TournamentConfig, err: Console,
+                     league: bool = False) -> TournamentConfig:
     """``config`` with the memory its pools may keep idle and spare processes in, from the
     machine's available memory (read once, here, before the run's loop) and the bots'
-    memory limits; said in one line."""
+    memory limits; said in one line. A league counts the default limits too (the limits
+    of the bots it will be sent), and every seat of its games."""
     limits = [b.confinement.limits.memory_mb for b in config.bots if b.spec.kind == "cmd"]
+    if league:
+        limits.append(config.limits.memory_mb)
     if not limits or config.isolation == "shared":
         return config
-    in_games = config.concurrency * min(config.seats, len(limits))
+    in_games = config.concurrency * (config.seats if league else
+                                     min(config.seats, len(limits)))
     budget, line = machine_bound(limits, in_games, memory_available())
     err.print(line, soft_wrap=True, markup=False)
     return replace(config, pool=replace(config.pool, idle_bytes=budget))

@@ -71,7 +71,7 @@ from arena.league.store import (
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight, prepare_pools
+from arena.play.pool import BotPool, DealsInFlight, IdleBound, prepare_pools
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
@@ -148,6 +148,8 @@ class League:
         self.on_game = on_game
         self.max_games = max_games
         self.seats = self.base.seats
+        self.bound = IdleBound(self.base.pool.idle_bytes)
+        """The machine's memory bound, shared by every bot's pool (:class:`IdleBound`)."""
         self.bots: dict[str, LeagueBot] = load_bots(store)
         self.rated = rebuild_sets(store, self.bots, self.seats)
         self.live = self.rated.live
@@ -248,7 +250,7 @@ class League:
         async with BotPool(bot.name, bot.entry.spec, base.output / "logs",
                            base.startup_ms / 1000, bot.entry.confinement, base.isolation,
                            DEALS_FOREVER, hide=hide, spares=spares,
-                           max_idle=max_idle, cwd=bot.cwd) as pool:
+                           max_idle=max_idle, cwd=bot.cwd, bound=self.bound) as pool:
             try:
                 info = await pool.open(base.game)
             except HandshakeError as e:
