@@ -278,8 +278,6 @@ def test_a_game_called_off_while_it_waits_for_a_spare_leaves_it_a_spare(
     bounded(main)
 
 
-@pytest.mark.xfail(strict=True, reason="BotPool._fresh: a claim cancelled in the step "
-                   "where the spare's start ends leaves that process to nobody (pool.py)")
 def test_a_spare_whose_claim_is_cancelled_as_it_starts_is_kept_or_ended(
         tmp_path: Path) -> None:
     """The game that claimed a spare still starting is called off in the very step in

@@ -500,7 +500,15 @@ class BotPool:
                 await starting.done.wait()
             except BaseException:  # the game was called off: it is a spare again
                 starting.claimed = False
-                self._bound.recount(self._cost)
+                if not starting.done.is_set():
+                    self._bound.recount(self._cost)  # _start_spare keeps it
+                elif starting.ok and not self._closed and self._nursery is not None:
+                    # its start ended in the step the game was called off, and
+                    # _start_spare left it to this claim: it is a ready spare now
+                    self._bound.recount(self._cost)
+                    self._spares.append(starting.conn)
+                elif starting.ok and self._nursery is not None:
+                    self._nursery.start_soon(starting.conn.aclose)  # the pool is closing
                 raise
             if starting.ok:
                 self._spares_wanted = max(0, self._spares_wanted - 1)
