@@ -152,11 +152,15 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
         # none plays a deal twice, and each is reclaimed after every game, as a local
         # run's pool does (the page cache its game brought in goes before its next one)
         reclaimed: list[str] = []
+        held: list[str] = []
         real_reclaim = BotConnection.reclaim
 
         async def counted(self: BotConnection) -> str | None:
             reclaimed.append(self.name)
-            return await real_reclaim(self)
+            found = await real_reclaim(self)
+            if found is not None:
+                held.append(found)
+            return found
 
         BotConnection.reclaim = counted  # type: ignore[method-assign]
         kept = WorkerPools()
@@ -170,7 +174,10 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
         finally:
             kept.close()
             BotConnection.reclaim = real_reclaim  # type: ignore[method-assign]
-        assert len(list(logs.glob("py-random*.log"))) == 4  # 8 games, 2 deals each
+        # 8 games, 2 deals each: 4 processes, and one more for each the reclaim found
+        # still holding pages (ended, as a local pool ends it: the kernel may leave a
+        # page it could not drop on a loaded machine; an honest bot holds none)
+        assert len(list(logs.glob("py-random*.log"))) == 4 + len(held), held
         assert reclaimed == ["py-random"] * 8  # after each of its 8 games
     finally:
         os.chdir(cwd)

@@ -30,7 +30,7 @@ from conftest import REPO, shown_in_one_of
 
 from arena.model.limits import Confinement
 from arena.model.spec import command_args
-from arena.proc import images, runtimes, view
+from arena.proc import images, packages, view
 from arena.proc.bwrap import bwrap_args, sandbox_works, warm_roots
 
 needs_sandbox = pytest.mark.skipif(
@@ -89,7 +89,7 @@ def test_the_runtime_view_of_a_python_bot_is_its_runtime_not_all_of_usr() -> Non
     for outside in ("/usr", "/opt", "/usr/share", "/usr/lib", "/usr/share/doc"):
         assert not any(Path(outside).is_relative_to(p) for p in shared), (outside, shared)
     assert stdlib / "test" in got.exclude
-    for folder in runtimes.ld_so_conf("/etc/ld.so.conf", 0):  # what the loader searches
+    for folder in packages.ld_so_conf("/etc/ld.so.conf", 0):  # what the loader searches
         real = Path(os.path.realpath(folder))
         if real.is_dir():
             assert any(real.is_relative_to(p) for p in shared), (real, shared)
