@@ -20,6 +20,7 @@ from rich.console import Console
 
 from arena import __version__
 from arena.cli.interrupt import run_interruptible
+from arena.files import FolderError, claim_folder, temp_dir
 from arena.league import inbox
 from arena.league.config import FORMAT, LeagueConfig, load_league
 from arena.league.runner import League, LeagueSummary, rebuild_ratings, run_league
@@ -40,7 +41,6 @@ from arena.league.store import (
     season_rows,
 )
 from arena.model.errors import one_line
-from arena.model.files import FolderError, claim_folder, temp_dir
 from arena.model.limits import Confinement
 from arena.model.names import NameError_, check_name, clean
 from arena.model.spec import BotSpec, command_args

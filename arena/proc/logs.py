@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from arena.model.files import open_new_file, safe_name
+from arena.files import open_new_file, safe_name
 
 LOG_CAP_BYTES = 1024 * 1024
 """A bot's stderr log is cut off at this size."""
