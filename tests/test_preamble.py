@@ -38,8 +38,9 @@ def test_a_bot_sees_its_own_folders_but_not_the_output_nor_the_others() -> None:
         out, Path("/bots/a"), Path("/bots/b"), Path("/shared"), Path("/shared"))
 
 
-def test_the_output_is_hidden_by_its_absolute_path(tmp_path: Path) -> None:
-    os.chdir(tmp_path)
+def test_the_output_is_hidden_by_its_absolute_path(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     assert hidden_paths(Path("out"), {}, "a") == (tmp_path / "out",)
 
 
