@@ -26,8 +26,8 @@ from conftest import tournament_toml
 
 from arena import cli
 from arena.cli import main
+from arena.files import MARKER
 from arena.model.errors import MAX_MESSAGE
-from arena.model.files import MARKER
 from arena.model.record import MAX_RECORD_BYTES, game_record
 from arena.rules import new_game
 from arena.tournament.config import MAX_GAMES, load_config

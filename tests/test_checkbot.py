@@ -283,8 +283,10 @@ def test_illegal_card_fails_the_follow_suit_checks(sandbox: Path) -> None:
     checks = by_name(report_json(report))
     for name in ("wizard: follow suit", "trumps: follow suit", "wizard: led Jester"):
         assert not checks[name]["ok"]
-        assert "illegal: play " in checks[name]["reason"]
-        assert "must follow" in checks[name]["reason"]
+        # the referee's own explanation (arena.play.referee.why_illegal): the action, then
+        # the rules' reason, then the legal actions
+        assert re.search(r": illegal: play [A-Z0-9]+: .*must follow.* \(legal ",
+                         checks[name]["reason"]), checks[name]["reason"]
     for game in ("wizard", "trumps"):
         assert not checks[f"{game}: game 1"]["ok"]
         assert "faults (forfeited)" in checks[f"{game}: game 1"]["reason"]

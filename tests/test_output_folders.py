@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLE_BOTS, Sandbox, bot_cmd
 
 from arena.cli import main
-from arena.model.files import MARKER, FolderError, private_dir, temp_dir
+from arena.files import MARKER, FolderError, private_dir, temp_dir
 from arena.proc.logs import log_stem
 
 PY_BOT = bot_cmd(SAMPLE_BOTS / "random_bot.py")

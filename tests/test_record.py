@@ -18,7 +18,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.model.record import FORMAT, RecordError, game_record, verify_record
+from arena.model.record import FORMAT, RecordError, game_record, record_problem, verify_record
 from arena.rules import Decision, new_game
 
 Record = dict[str, Any]
@@ -31,7 +31,9 @@ def _record_text(game: str, options: tuple[tuple[str, Any], ...], seed: int) -> 
     while not g.is_over:
         g.apply(rng.choice(g.legal_actions()))
     seats = [f"bot-{i}" for i in range(g.players)]
-    return json.dumps(game_record(g, seats, faults=[{"seat": 0, "reason": "slow"}]))
+    return json.dumps(game_record(g, seats, faults=[{
+        "seat": 0, "round": 1, "trick": None, "kind": "timeout",
+        "detail": "no answer within 1000 ms", "action": "bid 0"}]))
 
 
 def fresh(game: str, seed: int = 7, **options: Any) -> Record:
@@ -87,8 +89,57 @@ def test_a_round_where_the_dealer_chose_trump_verifies() -> None:
 def test_extra_top_level_keys_are_accepted() -> None:
     rec = fresh("wizard")
     rec["game_id"] = "final-3"
-    rec["forfeited"] = []
+    rec["forfeited"] = [False, True, False, False]
     verify_record(rec)
+
+
+# -- the shape a store reads back: what verifies, a store reads ----------------------------
+
+def _fault(**change: Any) -> dict[str, Any]:
+    fault = {"seat": 1, "round": 1, "trick": None, "kind": "illegal",
+             "detail": "bid 9: bid 9 is outside 0..1", "action": "bid 0"}
+    fault.update(change)
+    return {k: v for k, v in fault.items() if v is not _GONE}
+
+
+_GONE = object()
+
+
+@pytest.mark.parametrize(("fault", "pattern"), [
+    (_fault(seat=_GONE), r"record: faults\[1\] is not a fault of a seat 0\.\.3"),
+    (_fault(seat=4), r"faults\[1\] is not a fault of a seat 0\.\.3"),
+    (_fault(seat=-1), r"faults\[1\] is not a fault of a seat 0\.\.3"),
+    (_fault(seat=True), r"faults\[1\] is not a fault of a seat"),
+    (_fault(seat="1"), r"faults\[1\] is not a fault of a seat"),
+    (_fault(kind=_GONE), r"faults\[1\] is not a fault of a seat"),
+    (_fault(kind=3), r"faults\[1\] is not a fault of a seat"),
+    ("timeout", r"faults\[1\] is not a fault of a seat"),
+])
+def test_a_fault_entry_a_store_would_refuse_does_not_verify(fault: Any, pattern: str) -> None:
+    rec = fresh("wizard")
+    rec["faults"].append(fault)
+    rejects(rec, pattern)
+    assert record_problem(rec, 4) is not None  # the store refuses it too
+
+
+def test_a_fault_entry_with_a_seat_and_a_kind_verifies() -> None:
+    rec = fresh("wizard")
+    rec["faults"].append(_fault(detail=_GONE, action=_GONE, round=_GONE, trick=_GONE))
+    verify_record(rec)
+    assert record_problem(rec, 4) is None
+
+
+@pytest.mark.parametrize(("key", "value", "pattern"), [
+    ("forfeited", [], r"record: forfeited is not a list of 4 flags"),
+    ("forfeited", "no", r"record: forfeited is not a list of 4 flags"),
+    ("seats", ["a", "b", "c", 4], r"record: seats is not a list of 4 names"),
+])
+def test_top_level_shapes_a_store_would_refuse_do_not_verify(key: str, value: Any,
+                                                              pattern: str) -> None:
+    rec = fresh("wizard")
+    rec[key] = value
+    rejects(rec, pattern)
+    assert record_problem(rec, 4) is not None
 
 
 # -- where the first discrepancy is -------------------------------------------------------
@@ -441,7 +492,9 @@ def test_any_damage_gives_record_error_or_a_valid_record(sample: tuple[str, dict
     except RecordError as e:
         assert str(e).startswith(("record", "round"))
         return
-    # Accepted: then the change kept the game itself (only free-form parts differ).
+    # Accepted: then a store reads it too, and the change kept the game itself (only
+    # free-form parts differ).
+    assert record_problem(rec, len(original["seats"])) is None
     for key in ("game", "seed", "totals", "places"):
         assert rec[key] == original[key]
     assert new_game(game, rec["options"]).options == new_game(game, original["options"]).options

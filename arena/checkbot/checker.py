@@ -36,11 +36,19 @@ from arena.model.record import RecordError, verify_record
 from arena.model.results import BotInfo, GameResult, RoundResult, round_result
 from arena.model.spec import BotSpec
 from arena.play.players import RemotePlayer
-from arena.play.referee import GRACE_S, Player, TimeControl, ask, describe_action, play_game
+from arena.play.referee import (
+    GRACE_S,
+    Answer,
+    Player,
+    TimeControl,
+    ask,
+    describe_action,
+    play_game,
+)
 from arena.play.seats import builtin_player
 from arena.proc.connection import BotConnection, HandshakeError
 from arena.report.format import option_value
-from arena.rules import GAMES, Decision, Game, IllegalAction, View, new_game
+from arena.rules import GAMES, Decision, Game, View, new_game
 from arena.rules.cards import SUIT_LETTERS
 from arena.wire.client import CallFailed
 from arena.wire.serde import PROTOCOL_VERSION
@@ -150,16 +158,16 @@ class Checker:
     def add(self, name: str, ok: bool, reason: str, game: str | None = None) -> None:
         self.report.checks.append(CheckResult(name, ok, reason, game))
 
-    async def ask(self, view: View, game: Game, game_id: str) -> Any:
+    async def ask(self, view: View, game: Game, game_id: str) -> Answer:
         """The bot's answer to ``view`` (a position of ``game``), timed by the referee's
         own rule (:func:`arena.play.referee.ask`); raises :class:`Fault` for a late,
-        failed or garbled answer as a real game would. An illegal action is returned, for
-        the caller to explain."""
+        failed or garbled answer as a real game would. An illegal action is returned
+        with the referee's explanation (:func:`arena.play.referee.why_illegal`)."""
         answer = await ask(self.player, view, game, self.move_ms, 0, game_id, TABLE_ID)
         self.report.latencies_ms.append(answer.elapsed_ms)
         if answer.kind and answer.kind != "illegal":
             raise Fault(answer.kind, answer.detail)
-        return answer.action
+        return answer
 
     async def situation(self, situation: Situation) -> None:
         notes: list[str] = []
@@ -172,21 +180,16 @@ class Checker:
             game_id = f"check-bot/{situation.game}/{slug}/{index + 1}"
             where = f"{position.note}: "
             try:
-                action = await self.ask(view, game, game_id)
+                answer = await self.ask(view, game, game_id)
             except Fault as f:
                 self.add(situation.title, False, f"{where}{f.kind}: {f.detail}", situation.game)
                 return
-            shown = describe_action(view.decision, action)
-            if action not in view.legal:
-                try:
-                    game.check(action)
-                    why = "not one of the legal actions"
-                except IllegalAction as e:
-                    why = str(e)
+            if answer.kind == "illegal":
                 self.add(situation.title, False,
-                         f"{where}illegal: {shown}: {why} "
+                         f"{where}illegal: {answer.detail} "
                          f"({_legal_text(view.decision, view.legal)})", situation.game)
                 return
+            shown = describe_action(view.decision, answer.action)
             notes.append(f"{where}{shown} ({_legal_text(view.decision, view.legal)})")
         self.add(situation.title, True, "; ".join(notes), situation.game)
 

@@ -21,8 +21,8 @@ from arena.cli.common import (
     remote_from_args,
 )
 from arena.cli.interrupt import run_interruptible
+from arena.files import FolderError, private_dir, temp_dir
 from arena.model.errors import SandboxError
-from arena.model.files import FolderError, private_dir, temp_dir
 from arena.model.names import clean
 from arena.model.spec import BotSpec, BotSpecError
 from arena.proc.connection import HandshakeError

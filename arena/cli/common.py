@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn
 
-from arena.model.errors import SandboxError
-from arena.model.files import (
+from arena.files import (
     atomic_writer,
 )
+from arena.model.errors import SandboxError
 from arena.model.limits import VIEWS, Confinement, Limits
 from arena.model.spec import BUILTIN_BOTS, TOKEN_VARIABLE, BotSpec, BotSpecError, Remote
 from arena.proc.bwrap import sandbox_works

@@ -23,6 +23,7 @@ from arena.cli.league_store import (
     take_lock,
     write_board,
 )
+from arena.files import temp_dir
 from arena.league import inbox
 from arena.league.config import LeagueConfig
 from arena.league.store import (
@@ -33,7 +34,6 @@ from arena.league.store import (
     entry_json,
     parse_spec,
 )
-from arena.model.files import temp_dir
 from arena.model.league_api import AuthorLimits
 from arena.model.limits import Confinement
 from arena.model.names import NameError_, check_name, clean

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from arena import __version__
+from arena.files import FolderError, claim_folder
 from arena.league.config import FORMAT, LeagueConfig
 from arena.league.store import LeagueBot, ensure_tables, register_file_bots
 from arena.model.errors import one_line
-from arena.model.files import FolderError, claim_folder
 from arena.tournament.audit import damage_text, file_damage
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError

@@ -25,10 +25,10 @@ from arena.cli.common import (
     remote_from_args,
 )
 from arena.cli.tournament import remove_made_files
+from arena.files import FolderError, atomic_writer, claim_folder
 from arena.match.runner import MatchState, load_state, run_match
 from arena.match.schedule import CANDIDATE, GAMES_PER_DEAL, field_names
 from arena.model.errors import SandboxError, one_line
-from arena.model.files import FolderError, atomic_writer, claim_folder
 from arena.model.spec import BUILTIN_BOTS, BotSpec, BotSpecError
 from arena.proc.reaper import start_cleanup
 from arena.proc.tasks import usable_cores

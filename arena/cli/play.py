@@ -19,9 +19,9 @@ from arena.cli.common import (
     write_json,
 )
 from arena.cli.interrupt import run_interruptible, sigterm_as_ctrl_c
+from arena.files import FolderError, private_dir, temp_dir
 from arena.human.terminal import HUMAN, TerminalPlayer
 from arena.model.errors import SandboxError
-from arena.model.files import FolderError, private_dir, temp_dir
 from arena.model.limits import Confinement
 from arena.model.names import clean
 from arena.model.record import (

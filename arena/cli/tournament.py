@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from arena.model.files import MARKER, FolderError, claim_folder
+from arena.files import MARKER, FolderError, claim_folder
 from arena.model.job import GameOutcome
 from arena.model.names import clean
 from arena.model.spec import command_args

@@ -13,7 +13,6 @@ the store (they are real games: exported and verified) but are not counted.
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from arena.play.host import host_game
 from arena.play.pool import BotPool, DealsInFlight
 from arena.stats.sprt import Sprt
 from arena.tournament.config import TournamentConfig
+from arena.tournament.preamble import unplayed
 from arena.tournament.runner import (
     job_of,
     seat_jobs,
@@ -81,11 +81,7 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
     """Play the match's games not yet stored, up to ``config.deals`` deals, until a
     verdict. ``on_game(state, counted)`` is called after each stored game (``counted``:
     a deal was counted). Stops cleanly on SIGINT/SIGTERM (``state.interrupted``)."""
-    started = time.monotonic()
-    store.reset_unfinished()
-    done = store.done_ids()
-    pending = (g for g in match_schedule(config.seats, config.deals, seed)
-               if g.id not in done)
+    pending, _ = unplayed(store, match_schedule(config.seats, config.deals, seed))
 
     async def play(pools: dict[str, BotPool]) -> None:
         if on_start is not None:
@@ -97,7 +93,6 @@ async def run_match(config: TournamentConfig, store: Store, seed: int, state: Ma
     try:
         await with_field(config, store, state, play)
     finally:
-        state.seconds = time.monotonic() - started
         # games cut off by the verdict or a signal: played again by a later run, if any
         store.reset_unfinished()
     return state

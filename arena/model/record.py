@@ -4,7 +4,8 @@
 :func:`verify_record` replays a record through the rules engine and raises
 :class:`RecordError` at the first discrepancy, naming the round, trick and seat;
 :func:`record_problem` checks only the shape its readers rely on (results, faults, bids),
-for every record a store reads back. The
+for every record a store reads back; :func:`verify_record` checks that shape too (one
+rule: what verifies, a store reads). The
 format is documented in ``docs/records.md``. This module does no I/O.
 """
 
@@ -164,7 +165,9 @@ def verify_record(record: Any) -> None:
 
     Checks the deal (the multiset of cards, and that it is the deal the seed gives), every
     bid and play for legality, every trick's leader and winner, the draws, the tricks won,
-    every score, the totals and the places.
+    every score, the totals and the places; then the shape :func:`record_problem` checks
+    for a store (each fault names a seat of the game and a kind, ``seats`` are names,
+    ``forfeited`` has a flag per seat), so that what verifies, a store reads.
     """
     fmt = _get(record, "format", "record", str)
     if fmt != FORMAT:
@@ -197,6 +200,10 @@ def verify_record(record: Any) -> None:
     if places != list(places_from_totals(outcome.totals)):
         raise RecordError(f"record: places {places} should be {list(outcome.places)}")
     _get(record, "faults", "record", list)
+    # the shape a store insists on reading back: a record it would refuse never verifies
+    problem = record_problem(record, n)
+    if problem is not None:
+        raise RecordError(f"record: {problem}")
 
 
 def record_problem(record: Any, n: int) -> str | None:

@@ -157,13 +157,16 @@ async def play_game(game: Game, players: Sequence[Player], clock: TimeControl = 
     game_id, table_id = wire_ids or (secrets.token_hex(8), secrets.token_hex(8))
     rounds_done = 0
 
-    def fault(seat: int, view: View, kind: str, detail: str, action: int | None,
+    def fault(seat: int, view: View, kind: str, detail: str, replacement: int | None,
               excused_by: Sequence[str] = (), forfeit: bool = False) -> None:
+        """Record a fault of ``seat`` in ``view``; ``replacement`` is the action the
+        referee applies instead of the bot's (the record's ``action``), None if none."""
         entry: dict[str, Any] = {
             "seat": seat, "round": view.round,
             "trick": len(view.tricks) + 1 if view.decision is Decision.PLAY else None,
             "kind": kind, "detail": detail,
-            "action": "none" if action is None else describe_action(view.decision, action),
+            "action": ("none" if replacement is None
+                       else describe_action(view.decision, replacement)),
         }
         faults.append(entry)
         if excused_by:  # another bot's doing: recorded, not counted towards a forfeit
@@ -280,13 +283,21 @@ async def ask(player: Player, view: View, game: Game, move_ms: int | None, bank_
         # for a call to end by itself, it does not lengthen the time to answer
         kind, detail = "timeout", f"no answer within {deadline_ms} ms"
     if not kind and action not in view.legal:
-        kind = "illegal"
-        try:
-            game.check(action)
-            detail = f"{describe_action(view.decision, action)} is not allowed"
-        except IllegalAction as e:
-            detail = f"{describe_action(view.decision, action)}: {e}"
+        kind, detail = "illegal", why_illegal(game, view, action)
     return Answer(action, kind, detail, elapsed_ms, forfeit)
+
+
+def why_illegal(game: Game, view: View, action: Any) -> str:
+    """Why ``action``, answered in ``view`` (the position of ``game``), is not one of
+    ``view.legal``: the action as people read it, then the rules' reason (``bid 2: bid 2
+    is outside 0..1``). The one explanation for a game's fault record and for ``arena
+    check-bot``'s report."""
+    shown = describe_action(view.decision, action)
+    try:
+        game.check(action)
+    except IllegalAction as e:
+        return f"{shown}: {e}"
+    return f"{shown}: not one of the legal actions"
 
 
 async def _ask(player: Player, view: View, game: Game, clock: TimeControl, bank: list[int],

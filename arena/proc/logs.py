@@ -15,7 +15,7 @@ from pathlib import Path
 
 import trio
 
-from arena.model.files import open_new_file, safe_name
+from arena.files import open_new_file, safe_name
 
 LOG_CAP_BYTES = 1024 * 1024
 """A bot's stderr log is cut off at this size."""

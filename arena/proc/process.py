@@ -19,8 +19,8 @@ from pathlib import Path
 
 import trio
 
+from arena.files import FolderError, private_dir, safe_name
 from arena.model.errors import BotStartError, SandboxError
-from arena.model.files import FolderError, private_dir, safe_name
 from arena.model.limits import STOP_WALL_S, Confinement
 from arena.model.spec import command_args
 from arena.proc import ids

@@ -29,8 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from arena.files import MARKER, read_marker, write_marker
 from arena.league.store import field_rows, has_tables, season_rows
-from arena.model.files import MARKER, read_marker, write_marker
 from arena.publish.game_pages import game_page, games_page, list_pages
 from arena.publish.markup import (
     DATA_FILE,
@@ -54,7 +54,7 @@ ASSETS = ("site.css", "site.js", "replay.js", "favicon.svg")
 
 SITE_MARKER = Path("data") / "leaderboard.json"
 """A folder holding this file (and only site files) is taken for an earlier publish made
-before sites were marked (:data:`arena.model.files.MARKER`), which may be replaced."""
+before sites were marked (:data:`arena.files.MARKER`), which may be replaced."""
 
 
 _SITE_FILE = re.compile(

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from arena import __version__
-from arena.model.files import safe_name
+from arena.files import safe_name
 from arena.rules.cards import card_symbol, parse_card
 
 NAV = (("index.html", "Leaderboard"), ("games.html", "Games"),

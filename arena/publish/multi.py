@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from arena.model.files import safe_name, write_marker
+from arena.files import safe_name, write_marker
 from arena.publish import charts
 from arena.publish.build import (
     ASSETS,

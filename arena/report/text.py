@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.files import atomic_writer
 from arena.model.faults import FAULT_KINDS
-from arena.model.files import atomic_writer
 from arena.model.names import clean, for_csv, for_markdown
 from arena.report.board import (
     DEFAULT_ISOLATION,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from arena.files import atomic_writer
 from arena.model.chain import CHAIN_KEY
-from arena.model.files import atomic_writer
 from arena.tournament.store import Store
 
 

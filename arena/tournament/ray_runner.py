@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import signal
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,15 +25,14 @@ from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.play.game import hello_blocking
 from arena.play.pool import DealsInFlight, run_game_kept
 from arena.tournament.config import TournamentConfig
+from arena.tournament.preamble import TournamentError, run_framed
 from arena.tournament.runner import (
     RunSummary,
-    TournamentError,
-    games_of,
     job_of,
     register_bot,
     register_builtins,
     seat_jobs,
-    stop_on_signal,
+    start_run,
 )
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
@@ -73,12 +70,7 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
     ``address`` ("" : Ray's own choice, RAY_ADDRESS else a local instance). Same
     contract as :func:`arena.tournament.runner.run`."""
     ray = import_ray()
-    started = time.monotonic()
-    games = games_of(config, seed)
-    store.reset_unfinished()
-    done = store.done_ids()
-    pending = [g for g in games if g.id not in done]
-    summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    pending, done, summary = start_run(config, store, seed)
     runtime_env = None if config.working_dir is None else {
         "working_dir": str(config.working_dir), "excludes": list(EXCLUDES)}
     try:
@@ -89,26 +81,18 @@ async def run_ray(config: TournamentConfig, store: Store, seed: int, address: st
         raise TournamentError(f"{config.path}: cannot start or reach Ray"
                               f"{' at ' + address if address else ''}: "
                               f"{one_line(str(e), 200)}") from None
-    failed: list[TournamentError] = []
+
+    async def body() -> None:
+        await _hello_all(ray, config, store)
+        if on_start is not None:
+            on_start(summary.total, summary.done_before)
+        async with store_writer(store) as writer:
+            await _play_all(ray, config, seed, pending, done, writer, summary, on_game)
+
     try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, summary)
-                try:
-                    await _hello_all(ray, config, store)
-                    if on_start is not None:
-                        on_start(summary.total, summary.done_before)
-                    async with store_writer(store) as writer:
-                        await _play_all(ray, config, seed, pending, done, writer, summary,
-                                        on_game)
-                except TournamentError as e:
-                    failed.append(e)
-                nursery.cancel_scope.cancel()
+        await run_framed(summary, body)
     finally:
-        summary.seconds = time.monotonic() - started
         ray.shutdown()
-    if failed:
-        raise failed[0]
     return summary
 
 
@@ -161,11 +145,10 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
     # no retries by Ray itself: the driver plays a lost game again, so it can count it
     play = ray.remote(num_cpus=1, max_retries=0)(_play_task)
     seats: dict[str, SeatJob] = seat_jobs(config)
-    # as a local run plays them: lane by lane, and never two games of one deal with a
-    # bot in common in flight at once (arena.play.pool.DealsInFlight), on any node
-    queue: deque[ScheduledGame] = deque(
-        sorted(pending, key=lambda g: (g.table_no, g.rotation, g.deal_no))
-        if config.isolation != "shared" else pending)
+    # as a local run plays them: in the order of start_run (lane by lane), and never two
+    # games of one deal with a bot in common in flight at once
+    # (arena.play.pool.DealsInFlight), on any node
+    queue: deque[ScheduledGame] = deque(pending)
     attempts: dict[str, int] = {}
     flight = DealsInFlight((lambda name: seats[name].kind != "builtin")
                            if config.isolation != "shared" else (lambda name: False))

@@ -9,15 +9,12 @@ import hmac
 import json
 import os
 import secrets
-import signal
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Protocol
 
 import trio
 
@@ -29,13 +26,18 @@ from arena.play.pool import BotPool, DealsInFlight, IdleBound, prepare_pools
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.tournament.config import BotEntry, TournamentConfig
+from arena.tournament.preamble import (
+    RunState,
+    hidden_paths,
+    lane_order,
+    run_framed,
+    unplayed,
+)
+from arena.tournament.preamble import TournamentError as TournamentError
+from arena.tournament.preamble import stop_on_signal as stop_on_signal
 from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
 from arena.tournament.store import Store
 from arena.tournament.writer import StoreWriter, store_writer
-
-
-class TournamentError(RuntimeError):
-    """The tournament cannot run (a bot fails its hand-shake, the file changed, ...)."""
 
 
 @dataclass(slots=True)
@@ -94,6 +96,17 @@ def games_of(config: TournamentConfig, seed: int) -> list[ScheduledGame]:
                     config.candidates, tables_per_bot=config.tables_per_bot)
 
 
+def start_run(config: TournamentConfig, store: Store, seed: int
+              ) -> tuple[list[ScheduledGame], set[str], RunSummary]:
+    """A tournament run's start, on this machine or on a cluster: the games to play (in
+    lane order unless the isolation is ``shared``; :func:`arena.tournament.preamble.unplayed`),
+    the ids of the games already stored, and the summary it fills in."""
+    games = games_of(config, seed)
+    todo, done = unplayed(store, games)
+    pending = list(todo) if config.isolation == "shared" else lane_order(list(todo))
+    return pending, done, RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+
+
 async def run(config: TournamentConfig, store: Store, seed: int,
               on_start: Callable[[int, int], None] | None = None,
               on_game: Callable[[ScheduledGame, GameOutcome], None] | None = None
@@ -105,16 +118,7 @@ async def run(config: TournamentConfig, store: Store, seed: int,
     SIGINT/SIGTERM: finished games are kept, games in flight are discarded, every bot
     process is ended.
     """
-    started = time.monotonic()
-    games = games_of(config, seed)
-    store.reset_unfinished()
-    done = store.done_ids()
-    pending = [g for g in games if g.id not in done]
-    if config.isolation != "shared":
-        # a lane (table, rotation) plays its deals one after another, so a process that
-        # has played deal d at one table plays deal d+1 next, never d again
-        pending.sort(key=lambda g: (g.table_no, g.rotation, g.deal_no))
-    summary = RunSummary(len(games), len(games) - len(pending), 0, 0, False, 0.0)
+    pending, _, summary = start_run(config, store, seed)
 
     async def play(pools: dict[str, BotPool]) -> None:
         if on_start is not None:
@@ -122,33 +126,31 @@ async def run(config: TournamentConfig, store: Store, seed: int,
         async with store_writer(store) as writer:
             await _play_all(config, seed, pending, pools, writer, summary, on_game)
 
-    try:
-        await with_field(config, store, summary, play)
-    finally:
-        summary.seconds = time.monotonic() - started
+    await with_field(config, store, summary, play)
     return summary
 
 
-async def with_field(config: TournamentConfig, store: Store, state: Interruptible,
+async def with_field(config: TournamentConfig, store: Store, state: RunState,
                      play: Callable[[dict[str, BotPool]], Awaitable[None]]) -> None:
     """Start the field's bot pools, greet every bot, then ``play(pools)``; end every bot
-    process after. SIGINT/SIGTERM marks ``state`` interrupted and cancels it all (finished
-    games stay stored). A bot that fails its hand-shake raises :class:`TournamentError`,
-    once every process has ended."""
-    failed: list[TournamentError] = []
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-            nursery.start_soon(stop_on_signal, signals, nursery.cancel_scope, state)
+    process after; all in a run's frame (:func:`arena.tournament.preamble.run_framed`:
+    SIGINT/SIGTERM marks ``state`` interrupted and cancels it all, finished games stay
+    stored; ``state.seconds`` is set). A bot that fails its hand-shake raises
+    :class:`TournamentError`, once every process has ended."""
+
+    async def body() -> None:
+        async with AsyncExitStack() as stack:
             pools = await open_pools(config, stack)
             try:
                 await open_all(config, pools, store)
             except TournamentError as e:
-                failed.append(e)  # raised outside the nursery: one plain exception
+                refused = e  # raised once the pools have ended every process
             else:
                 await play(pools)
-            nursery.cancel_scope.cancel()
-    if failed:
-        raise failed[0]
+                return
+        raise refused
+
+    await run_framed(state, body)
 
 
 def wire_ids(seed: int, scheduled: ScheduledGame) -> tuple[str, str]:
@@ -164,15 +166,14 @@ def wire_ids(seed: int, scheduled: ScheduledGame) -> tuple[str, str]:
 def seat_jobs(config: TournamentConfig) -> dict[str, SeatJob]:
     """Each bot of the field as a job's seat: its spec, confinement, and the folders it
     must not see (the output, and every other ``cmd:`` bot's folders)."""
-    hide = (config.output.absolute(), *bot_folders_of(config))
+    folders = bot_folders(config)
     seats: dict[str, SeatJob] = {}
     for bot in config.bots:
-        own = bot_folders_of(config, bot.name)
         c, remote = bot.confinement, bot.spec.remote
         seats[bot.name] = SeatJob(
             bot.name, bot.spec.kind, bot.spec.value, c.sandbox,
             tuple(asdict(c.limits).items()), tuple(str(p) for p in c.read_only), c.env,
-            tuple(str(h) for h in hide if h not in own),
+            tuple(map(str, hidden_paths(config.output, folders, bot.name))),
             None if remote.tls_ca is None else remote.tls_ca.decode(), remote.server_name,
             remote.token, remote.insecure, c.view, cwd=seat_cwd(config, bot))
     return seats
@@ -200,50 +201,30 @@ def seat_cwd(config: TournamentConfig, bot: BotEntry) -> str:
     return str(bot.cwd)
 
 
-def bot_folders_of(config: TournamentConfig, only: str | None = None) -> list[Path]:
-    """The folders of the field's ``cmd:`` bots (hidden from every other bot)."""
-    folders: list[Path] = []
-    for bot in config.bots:
-        if bot.spec.kind == "cmd" and (only is None or bot.name == only):
-            args = command_args(bot.spec.value)
-            folders += own_folders(args[1:], bot.cwd or config.folder,
-                                   bot.confinement.within)
-    return folders
+def bot_folders(config: TournamentConfig) -> dict[str, list[Path]]:
+    """The folders of each of the field's ``cmd:`` bots (hidden from every other bot)."""
+    return {bot.name: own_folders(command_args(bot.spec.value)[1:], bot.cwd or config.folder,
+                                  bot.confinement.within)
+            for bot in config.bots if bot.spec.kind == "cmd"}
 
 
 async def open_pools(config: TournamentConfig, stack: AsyncExitStack) -> dict[str, BotPool]:
     """A pool of processes for each of the field's external bots, entered on ``stack``
     (which ends them): each hides the output and the other bots' folders."""
     log_dir = config.output / "logs"
-    hide = (config.output.absolute(), *bot_folders_of(config))
+    folders = bot_folders(config)
     pools: dict[str, BotPool] = {}
     bound = IdleBound(config.pool.idle_bytes)  # one for all the pools
     for bot in config.bots:
         if bot.spec.kind != "builtin":
-            own = bot_folders_of(config, bot.name)
             spares, max_idle, _ = config.pool.resolved(config.concurrency)
             pools[bot.name] = await stack.enter_async_context(BotPool(
                 bot.name, bot.spec, log_dir, config.startup_ms / 1000,
                 bot.confinement, config.isolation, config.deals,
-                hide=tuple(h for h in hide if h not in own),
+                hide=hidden_paths(config.output, folders, bot.name),
                 spares=spares, max_idle=max_idle, cwd=bot.cwd or config.folder,
                 bound=bound))
     return pools
-
-
-class Interruptible(Protocol):
-    """A run's state that a signal marks as interrupted."""
-
-    interrupted: bool
-
-
-async def stop_on_signal(signals: trio.abc.AsyncReceiveChannel[int],  # type: ignore[name-defined]
-                         scope: trio.CancelScope, state: Interruptible) -> None:
-    """On the first signal: mark ``state`` interrupted and cancel ``scope``."""
-    async for _ in signals:
-        state.interrupted = True
-        scope.cancel()
-        return
 
 
 async def open_all(config: TournamentConfig, pools: dict[str, BotPool],
