@@ -1,5 +1,5 @@
 """A field of many ``cmd:`` bots, the mechanism of ``python -m benchmarks.field`` at a
-smaller size (issue 36): 24 copies of a small bot under names of their own, 6 seats, a
+smaller size (issue 36): 18 copies of a small bot under names of their own, 6 seats, a
 real ``python -m arena tournament`` killed -9 once a third of its games are stored, then
 resumed to its end. Every bot plays; every log of the resumed run holds every line its
 bot wrote (each bot counts its lines in a file of its own as it writes them); the pools
@@ -27,10 +27,10 @@ from benchmarks.field import (
     tournament_file,
 )
 
-BOTS = 24
+BOTS = 18
 SEATS = 6
 CONCURRENCY = 2
-IDLE = 8
+IDLE = 4
 """The idle and spare processes the test's memory limit leaves room for, about."""
 
 BOT = '''
