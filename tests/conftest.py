@@ -65,7 +65,8 @@ def examples(full: int) -> int:
 
 
 HEAVY_FIRST = (
-    "test_ray", "test_field", "test_sample_bots", "test_tournament", "test_site_browser", "test_view",
+    "test_ray", "test_field", "test_sample_bots", "test_tournament", "test_site_browser",
+    "test_view",
     "test_isolation_secrets", "test_league_service", "test_isolation_limits",
     "test_isolation_counters", "test_stop",
     "test_grpc_games", "test_checkbot", "test_crash_reports", "test_isolation_pagecache",

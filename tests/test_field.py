@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conftest import REPO, Sandbox
 
-from arena.play.pool import GIB, IDLE_FLOOR, MIB, idle_budget, memory_available
+from arena.play.bound import GIB, IDLE_FLOOR, MIB, idle_budget, memory_available
 from benchmarks.field import (
     Peaks,
     copy_bots,

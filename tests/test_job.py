@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from arena.model.job import GameJob, GameOutcome, JobError, SeatJob
 from arena.play.game import run_game_blocking
-from arena.play.pool import WorkerPools
+from arena.play.worker import WorkerPools
 from arena.proc.connection import BotConnection
 from arena.tournament.config import load_config
 from arena.tournament.runner import games_of, job_of, seat_jobs

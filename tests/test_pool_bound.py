@@ -10,19 +10,19 @@ import pytest
 import trio
 from conftest import SAMPLE_BOTS, Sandbox, bot_cmd, gone, run_trio
 
-import arena.play.pool as pool_module
+import arena.play.bound as pool_module
 from arena.model.limits import Confinement, Limits
 from arena.model.spec import BotSpec
-from arena.play.pool import (
+from arena.play.bound import (
     GIB,
     IDLE_FLOOR,
     MIB,
-    BotPool,
     IdleBound,
     idle_budget,
     machine_bound,
     memory_available,
 )
+from arena.play.pool import BotPool
 from arena.proc.connection import BotConnection
 
 RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")

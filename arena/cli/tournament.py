@@ -29,7 +29,7 @@ from arena.files import MARKER, FolderError, claim_folder
 from arena.model.job import GameOutcome
 from arena.model.names import clean
 from arena.model.spec import command_args
-from arena.play.pool import machine_bound, memory_available
+from arena.play.bound import machine_bound, memory_available
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism
 from arena.proc.reaper import start_cleanup

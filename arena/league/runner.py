@@ -70,8 +70,9 @@ from arena.league.store import (
 )
 from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
+from arena.play.bound import IdleBound
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight, IdleBound, prepare_pools
+from arena.play.pool import BotPool, DealsInFlight, prepare_pools
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders

@@ -12,7 +12,7 @@ runner can leave one out:
   which :func:`host_game` enters and leaves around the game);
 - the game's bots are held to the core of its slot (where cgroups allow).
 
-A Ray worker plays with processes of its own (:class:`~arena.play.pool.WorkerPools`,
+A Ray worker plays with processes of its own (:class:`~arena.play.worker.WorkerPools`,
 under the same ledger, reclaim and held-pages rule), and the driver dispatches from the
 same :class:`~arena.play.pool.DealsInFlight`.
 """

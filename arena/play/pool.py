@@ -15,14 +15,13 @@ per bot that serves every game, several at once (trusted bots only).
 
 Start-ups happen before a game begins, never on a bot's clock.
 
-An :class:`IdleBound` caps the processes all pools of a run keep idle or start ahead,
-together, by the machine's memory (:func:`machine_bound`): each counts its bot's memory
-limit, and past the bound the process idle longest, of any bot, ends.
+An :class:`~arena.play.bound.IdleBound` caps the processes all pools of a run keep idle
+or start ahead, together, by the machine's memory; :class:`~arena.play.worker.WorkerPools`
+keeps a Ray worker's processes under the same :class:`DealLedger`.
 """
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,17 +30,17 @@ from typing import Protocol, TypeVar
 
 import trio
 
-from arena.model.job import GameJob, GameOutcome, SeatJob
+from arena.model.job import GameJob, SeatJob
 from arena.model.limits import Confinement
 from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
-from arena.play.game import run_game, run_game_blocking, start_for_job
+from arena.play import bound as _bound
+from arena.play.bound import MIB, IdleBound
 from arena.play.players import RemotePlayer, UnreachablePlayer
 from arena.play.referee import Player
 from arena.play.seats import seat_all
 from arena.proc.connection import BotConnection, HandshakeError
 from arena.proc.logs import LogFolder
-from arena.proc.reaper import start_cleanup
 
 
 class DealLedger:
@@ -82,161 +81,6 @@ class DealLedger:
         """Every idle process, forgotten (for the caller to end)."""
         idle, self.idle = self.idle, []
         return idle
-
-
-GIB = 1 << 30
-MIB = 1 << 20
-
-
-def memory_available(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    """The machine's ``MemAvailable`` in bytes (blocking: read it off the trio thread);
-    None where the file or the line is missing."""
-    try:
-        text = meminfo.read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        if key == "MemAvailable":
-            parts = rest.split()
-            if parts and parts[0].isdigit():
-                return int(parts[0]) * 1024
-    return None
-
-
-IDLE_FLOOR = 32 * MIB
-"""The least an idle process counts against the bound, whatever it measures: a process
-holds kernel memory its cgroup may not be charged for (its page tables, its sandbox)."""
-
-
-def idle_budget(available: int, bot_bytes: int, in_games: int) -> int:
-    """The bytes the pools may keep in idle and spare processes: ``available`` less a
-    margin for the machine (a tenth of it, at least 1 GiB) and less the processes in
-    games (``in_games`` of them, each at ``bot_bytes``, the largest bot memory limit)."""
-    margin = max(GIB, available // 10)
-    return max(0, available - margin - in_games * bot_bytes)
-
-
-class IdleBound:
-    """The memory every pool of a run may keep in idle processes and spares, together.
-
-    A process counts from when it goes idle or its start ahead of a game is decided,
-    until a game leases it or it ends: an idle one what it holds (measured, stopped and
-    reclaimed: it cannot grow while frozen; :meth:`BotPool._idle_cost`), a spare or a
-    first process its bot's memory limit (it may take that while it starts). When a
-    process goes idle past the bound, the one idle longest of any bot ends (it may be
-    this one); a spare starts only if ending idle ones makes room for it. A bot's first
-    process (its hand-shake, at the start of a run) waits for room, one at a time at
-    least: 200 bots do not start 200 processes at once. ``limit`` None: no bound (one
-    pool alone, a match)."""
-
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit
-        self.used = 0
-        """Bytes counted now: the idle processes and the reserved spares."""
-        self.ended = 0
-        """Idle processes ended for the bound."""
-        self._idle: dict[BotConnection, tuple[BotPool, int]] = {}
-        """The idle processes, idle longest first, with their pool and cost."""
-        self._opening = 0
-        """Bots' first processes starting now."""
-        self._freed = trio.Event()
-
-    def _fits(self, cost: int) -> bool:
-        return self.limit is None or self.used + cost <= self.limit
-
-    def _evict_for(self, cost: int) -> list[BotConnection] | None:
-        """End idle processes, longest idle first, until ``cost`` fits; the ones ended
-        (taken out of their pools), or None if it cannot fit (nothing is ended then)."""
-        if self._fits(cost):
-            return []
-        assert self.limit is not None
-        freeable = self.limit - self.used + sum(c for _, c in self._idle.values())
-        if cost > freeable:
-            return None
-        ended: list[BotConnection] = []
-        while not self._fits(cost):
-            conn, (pool, _) = next(iter(self._idle.items()))
-            self.drop(conn)
-            pool._forget(conn)
-            ended.append(conn)
-        self.ended += len(ended)
-        return ended
-
-    def keep(self, pool: BotPool, conn: BotConnection, cost: int) -> list[BotConnection]:
-        """``conn`` of ``pool`` goes idle: the processes to end now (taken out of their
-        pools), ``conn`` itself among them when it cannot fit."""
-        ended = self._evict_for(cost)
-        if ended is None:
-            pool._forget(conn)
-            self.ended += 1
-            return [conn]
-        self._idle[conn] = (pool, cost)
-        self.used += cost
-        return ended
-
-    def drop(self, conn: BotConnection) -> None:
-        """``conn`` is no longer idle (leased, or ended)."""
-        entry = self._idle.pop(conn, None)
-        if entry is not None:
-            self.used -= entry[1]
-            self._free()
-
-    def _free(self) -> None:
-        self._freed.set()
-        self._freed = trio.Event()
-
-    async def open_first(self, cost: int) -> list[BotConnection]:
-        """Wait for room for a bot's first process (counted until :meth:`opened`): the
-        idle processes to end for it. One starts whatever the bound when none other
-        does, so every bot is heard from in the end."""
-        while True:
-            ended = self._evict_for(cost)
-            if ended is not None or self._opening == 0:
-                self.used += cost
-                self._opening += 1
-                return ended or []
-            await self._freed.wait()
-
-    def opened(self, cost: int) -> None:
-        """The first process of :meth:`open_first` answered, or failed."""
-        self._opening -= 1
-        self.unreserve(cost)
-
-    def reserve(self, cost: int) -> list[BotConnection] | None:
-        """Count a spare about to start: the idle processes to end for it, or None when
-        it does not fit (then it does not start)."""
-        ended = self._evict_for(cost)
-        if ended is not None:
-            self.used += cost
-        return ended
-
-    def unreserve(self, cost: int) -> None:
-        """A reserved spare was leased, or ended."""
-        self.used -= cost
-        self._free()
-
-    def recount(self, cost: int) -> None:
-        """A spare a game had claimed is a spare again (the game was called off): counted
-        again, even past the bound (it is already started)."""
-        self.used += cost
-
-
-def machine_bound(limits_mb: Sequence[int], in_games: int,
-                  available: int | None) -> tuple[int | None, str]:
-    """The bytes an :class:`IdleBound` of a run allows, whose ``cmd:`` bots have memory
-    limits ``limits_mb`` (MiB, 0: none, counted as 1 GiB), ``in_games`` of their processes
-    in games at once, on a machine with ``available`` bytes (None: unknown, no bound);
-    and the line that says it at the start of the run."""
-    if available is None or not limits_mb:
-        return None, "pool: no bound by the machine's memory (MemAvailable unknown)"
-    largest = max((mb or 1024) for mb in limits_mb) * MIB
-    budget = idle_budget(available, largest, in_games)
-    return budget, (
-        f"pool: {budget // MIB} MiB for idle and spare processes of all bots at once "
-        f"(each idle one counts what it holds, at least {IDLE_FLOOR // MIB} MiB; a spare "
-        f"its limit; memory: {available / GIB:.1f} GiB available, {in_games} in games at "
-        f"{largest // MIB} MiB, a margin of {max(GIB, available // 10) / GIB:.1f} GiB)")
 
 
 class Dealt(Protocol):
@@ -462,15 +306,16 @@ class BotPool:
     async def _idle_cost(self, conn: BotConnection) -> int:
         """What ``conn``, about to go idle, counts against the bound: the memory its
         process holds now (stopped, after the reclaim: it cannot grow while idle, since
-        it is frozen), at least :data:`IDLE_FLOOR` and at most the bot's limit; the limit
-        where nothing measures it (rlimits only). A process leased again counts among the
-        processes in games, at its limit (:func:`idle_budget`)."""
+        it is frozen), at least :data:`~arena.play.bound.IDLE_FLOOR` and at most the
+        bot's limit; the limit where nothing measures it (rlimits only). A process
+        leased again counts among the processes in games, at its limit
+        (:func:`~arena.play.bound.idle_budget`)."""
         if self._bound.limit is None:
             return self._cost
         held = await conn.memory_bytes()
         if held is None:
             return self._cost
-        return min(self._cost, max(IDLE_FLOOR, held))
+        return min(self._cost, max(_bound.IDLE_FLOOR, held))
 
     def _forget(self, conn: BotConnection) -> None:
         """The bound ends ``conn``, idle in this pool: it is idle no more."""
@@ -635,98 +480,3 @@ class _Starting:
         self.done = trio.Event()
         self.ok = False
         self.claimed = False
-
-
-class WorkerPools:
-    """Bot processes a long-lived process (a Ray worker) keeps between the games it plays,
-    under the ``deal`` invariant of :mod:`arena.play.pool`: a process plays one game at a time
-    and never two games of one deal. Its own trio loop runs in a thread, so the
-    connections outlive each game; they end with the process (bubblewrap's
-    ``--die-with-parent``) or on :meth:`close`."""
-
-    MAX_IDLE = 4
-    """Idle processes kept per bot; past that the one that has seen most deals ends."""
-
-    def __init__(self) -> None:
-        self._ledgers: dict[str, DealLedger] = {}
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
-        ready = threading.Event()
-
-        async def main() -> None:
-            self._token = trio.lowlevel.current_trio_token()
-            self._stop = trio.Event()
-            ready.set()
-            await self._stop.wait()
-            with trio.CancelScope(shield=True):
-                for ledger in self._ledgers.values():
-                    for conn in ledger.clear():
-                        await conn.aclose()
-
-        self._thread = threading.Thread(target=trio.run, args=(main,), daemon=True,
-                                        name="arena-worker-pools")
-        self._thread.start()
-        ready.wait()
-
-    def play(self, job: GameJob, log_dir: Path) -> GameOutcome:
-        """Play ``job`` with kept processes where they may play it, fresh ones otherwise."""
-        return trio.from_thread.run(self._play, job, log_dir, trio_token=self._token)
-
-    def close(self) -> None:
-        """End every kept process, and the thread."""
-        if self._stop is not None:
-            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-        self._thread.join()
-
-    async def _play(self, job: GameJob, log_dir: Path) -> GameOutcome:
-        leased: list[tuple[DealLedger, BotConnection]] = []
-        starting: list[BotConnection] = []  # started, not leased: closed at the end
-
-        async def seat_one(seat: int, entry: SeatJob) -> Player:
-            ledger = self._ledgers.setdefault(entry.to_key(), DealLedger(self.MAX_IDLE))
-            conn = ledger.take(job.deal_seed)
-            if conn is None:
-                conn, player = await start_for_job(job, entry, log_dir, starting)
-                if isinstance(player, UnreachablePlayer):
-                    return player  # closed below
-                starting.remove(conn)
-            ledger.lease(conn, job.deal_seed)
-            leased.append((ledger, conn))
-            return RemotePlayer(conn, entry.name)
-
-        try:
-            return await run_game(job, await seat_all(job.seats, job.deal_seed, seat_one))
-        finally:
-            with trio.CancelScope(shield=True):
-                for conn in starting:
-                    await conn.aclose()
-                for ledger, conn in leased:
-                    # as BotPool.release: reclaimed before it is kept, ended if it
-                    # still holds pages then
-                    held = await conn.reclaim() if conn.usable else None
-                    if held is not None:
-                        await conn.aclose(background=False)
-                        continue
-                    extra = ledger.put_back(conn) if conn.usable else conn
-                    if extra is not None:
-                        await extra.aclose()
-
-
-_worker_pools: WorkerPools | None = None
-
-
-def run_game_kept(job: GameJob) -> GameOutcome:
-    """Like :func:`run_game_blocking`, but the bot processes stay in this process for its
-    later games (``isolation = "deal"``); ``game`` isolation starts fresh ones."""
-    global _worker_pools
-    if job.isolation == "game" or not job.log_dir:
-        return run_game_blocking(job)
-    log_dir = Path(job.log_dir)
-    try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return run_game_blocking(job)
-    if _worker_pools is None:
-        start_cleanup()
-        _worker_pools = WorkerPools()
-    return _worker_pools.play(job, log_dir)

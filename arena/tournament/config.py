@@ -64,8 +64,8 @@ class PoolSettings:
     """How many of the queued games the pools prepare for (default ``concurrency``)."""
     idle_bytes: int | None = None
     """The memory all pools may keep in idle and spare processes together (not from the
-    file: worked out from the machine at the start of a run, :func:`arena.play.pool.machine_bound`);
-    None: no bound but the settings."""
+    file: worked out from the machine at the start of a run,
+    :func:`arena.play.bound.machine_bound`); None: no bound but the settings."""
 
     def resolved(self, concurrency: int) -> tuple[int, int, int]:
         """(spares, max_idle, lookahead) in force."""

@@ -23,7 +23,8 @@ import trio
 from arena.model.errors import one_line
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.play.game import hello_blocking
-from arena.play.pool import DealsInFlight, run_game_kept
+from arena.play.pool import DealsInFlight
+from arena.play.worker import run_game_kept
 from arena.tournament.config import TournamentConfig
 from arena.tournament.preamble import TournamentError, run_framed
 from arena.tournament.runner import (

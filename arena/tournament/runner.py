@@ -21,8 +21,9 @@ import trio
 from arena import __version__
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.model.spec import command_args
+from arena.play.bound import IdleBound
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight, IdleBound, prepare_pools
+from arena.play.pool import BotPool, DealsInFlight, prepare_pools
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
 from arena.tournament.config import BotEntry, TournamentConfig
