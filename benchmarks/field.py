@@ -419,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=256,
                         help="each bot's memory limit ([limits] memory_mb)")
     parser.add_argument("--league", action="store_true", help="a league of the field too")
+    parser.add_argument("--no-tournament", action="store_true",
+                        help="leave out the tournament (with --league: the league only)")
     parser.add_argument("--no-kill", action="store_true",
                         help="skip the runs with a kill -9 and a resume")
     parser.add_argument("--folder", type=Path, help="keep the field and its output here")
@@ -432,18 +434,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"a field of {args.bots} cmd: bots (copies of the Python random and heuristic "
               f"samples, each in its own folder, sandboxed, memory_mb {args.memory_mb}), "
               f"{args.seats} seats, concurrency {args.concurrency}; in {folder}", flush=True)
-        print(f"tournament (balanced, {args.deals} deals):", flush=True)
-        result["tournament"] = f.tournament_run("tournament", False)
-        show("to its end", result["tournament"], sys.stdout)
-        if result["tournament"]["bound_line"]:
-            print(f"  {result['tournament']['bound_line']}", flush=True)
-        if not args.no_kill:
-            result["tournament_kill"] = f.tournament_run("tournament-kill", True)
-            show("killed and resumed", result["tournament_kill"], sys.stdout)
+        if not args.no_tournament:
+            print(f"tournament (balanced, {args.deals} deals):", flush=True)
+            result["tournament"] = f.tournament_run("tournament", False)
+            show("to its end", result["tournament"], sys.stdout)
+            if result["tournament"]["bound_line"]:
+                print(f"  {result['tournament']['bound_line']}", flush=True)
+            if not args.no_kill:
+                result["tournament_kill"] = f.tournament_run("tournament-kill", True)
+                show("killed and resumed", result["tournament_kill"], sys.stdout)
         if args.league:
             print(f"league ({args.games} games):", flush=True)
             result["league"] = f.league_run("league", args.games, False)
             show("to its end", result["league"], sys.stdout)
+            if result["league"]["bound_line"]:
+                print(f"  {result['league']['bound_line']}", flush=True)
             if not args.no_kill:
                 result["league_kill"] = f.league_run("league-kill", args.games, True)
                 show("killed and resumed", result["league_kill"], sys.stdout)
