@@ -211,7 +211,10 @@ def test_aclose_kills_a_bot_that_ignores_sigterm_at_the_grace_and_closes_its_pid
         elapsed = time.monotonic() - started
         assert process.returncode == -signal.SIGKILL
         assert process.killed
-        assert watch.wakeups == 1  # the SIGKILL's exit; the grace ran out without one
+        # the grace ran out without a wake-up; the SIGKILL's exit wakes the wait once,
+        # or not at all where the process was dead before the wait began (its first look
+        # reaps it: the kill may land before the task gets there, as on a loaded machine)
+        assert watch.wakeups <= 1
         assert watch.fd is None
         return elapsed
 
@@ -260,7 +263,7 @@ def test_terminate_returns_at_the_exit(tmp_path: Path) -> None:
         took = await process.terminate(wait_s=GUARD_S)
         assert took is not None
         assert process.returncode == -signal.SIGTERM
-        assert watch.wakeups == 1
+        assert watch.wakeups <= 1  # once, or none if it was dead before the wait began
         await process.aclose()
 
     run_trio(main)
