@@ -1,4 +1,4 @@
-// The live page of a league (arena/online/web.py): drawn from the public state that
+// The live page of a league (arena/league_service/web.py): drawn from the public state that
 // /events sends (server-sent events) on every change. Every name and every other
 // submitted text is set with textContent, never as markup.
 'use strict';
