@@ -257,6 +257,13 @@ def main
   Thread.new do
     why = await_stop(reader)
     log "#{why}: shutting down"
+    # grpc's RpcServer#stop has been seen, rarely, never to return (the arena then kills
+    # the bot after its grace of 1 s): past 0.8 s, end the process here instead
+    Thread.new do
+      sleep 0.8
+      log 'the gRPC server did not stop within 0.8 s: exiting'
+      exit!(0)
+    end
     server.wait_till_running(5) # (a signal before the server runs: stop it once it does)
     server.stop # calls in progress get the poll period (100 ms) to finish
   end
