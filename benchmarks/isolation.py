@@ -603,10 +603,11 @@ def _counters(work: Path, tag: str, sandbox: bool, env: dict[str, str]) -> dict[
                              "frames_wrong")} for c in ("mlock", "fork")}}
 
 
-def _fresh_file(folder: Path, mib: int = 24) -> Path:
-    """A non-sparse file on disk, out of the page cache."""
-    folder.mkdir()
-    path = folder / "pagecache.bin"
+def cold_file(path: Path, mib: int = 24) -> Path:
+    """``path``, made a NON-sparse file of ``mib`` MiB of random bytes (a hole reads
+    without I/O), on disk (fsync) and out of the page cache: what a page-cache bit is
+    read from. The page-cache tests (``tests/test_isolation_pagecache.py``,
+    ``tests/test_view.py``) make theirs with it too."""
     block = os.urandom(1 << 20)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -616,6 +617,13 @@ def _fresh_file(folder: Path, mib: int = 24) -> Path:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+    return path
+
+
+def _fresh_file(folder: Path, mib: int = 24) -> Path:
+    """A cold file in a new folder that the bots' users may enter."""
+    folder.mkdir()
+    path = cold_file(folder / "pagecache.bin", mib)
     os.chmod(folder, 0o755)
     return path
 

@@ -4,7 +4,6 @@ and two games of one deal at once."""
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,25 +26,17 @@ from isolation_helpers import (
 )
 
 from arena.proc.cgroup import limit_mechanism
+from benchmarks.isolation import cold_file
 
 # -- kernel state that every sandbox shares (issue 17) ----------------------------------
 
 
 def data_file(world: World, mib: int = 24) -> Path:
-    """A fresh NON-sparse file for page-cache bits (a hole reads without I/O), on disk
-    (fsync) and out of the page cache (evicted as the arena's user)."""
+    """A fresh NON-sparse file for page-cache bits, on disk and out of the page cache
+    (evicted as the arena's user)."""
     path = world.folder / f"pages-{secrets.token_hex(4)}" / "pagecache.bin"
     path.parent.mkdir()
-    block = os.urandom(1 << 20)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        for _ in range(mib):
-            os.write(fd, block)
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    return path
+    return cold_file(path, mib)
 
 
 def pagecache_field(world: World, channel: str, data: Path) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from arena.model.limits import Confinement
 from arena.model.spec import command_args
 from arena.proc import images, packages, view
 from arena.proc.bwrap import bwrap_args, sandbox_works, warm_roots
+from benchmarks.isolation import cold_file
 
 needs_sandbox = pytest.mark.skipif(
     shutil.which("bwrap") is None and not os.environ.get("CI"),
@@ -54,17 +55,7 @@ def cached(path: Path) -> tuple[int, int]:
 def fresh_file(folder: Path, mib: int) -> Path:
     """A NON-sparse file on disk, out of the page cache (a hole reads without I/O)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"data-{secrets.token_hex(4)}.bin"
-    block = os.urandom(1 << 20)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        for _ in range(mib):
-            os.write(fd, block)
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    return path
+    return cold_file(folder / f"data-{secrets.token_hex(4)}.bin", mib)
 
 
 @pytest.fixture(autouse=True)
