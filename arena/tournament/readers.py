@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar, cast
 import trio
 
 from arena.tournament.store import Store
+from arena.tournament.writer import wake
 
 _T = TypeVar("_T")
 
@@ -84,11 +85,11 @@ class StoreReaders:
                     self.jobs_run += 1
                 except BaseException as e:
                     job.error = e
-                _wake(job.token, job.done.set)
+                wake(job.token, job.done.set)
         finally:
             if store is not None:
                 store.close()
-            _wake(self._token, stopped.set)
+            wake(self._token, stopped.set)
 
     async def aclose(self) -> None:
         """End the threads once the jobs sent so far are done (waited for, shielded)."""
@@ -97,13 +98,6 @@ class StoreReaders:
         with trio.CancelScope(shield=True):
             for stopped in self._stopped:
                 await stopped.wait()
-
-
-def _wake(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
-    try:
-        token.run_sync_soon(fn)
-    except trio.RunFinishedError:
-        pass  # the run is over: nobody waits
 
 
 @asynccontextmanager

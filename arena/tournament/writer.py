@@ -122,10 +122,7 @@ class StoreWriter:
 
     @staticmethod
     def _wake(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
-        try:
-            token.run_sync_soon(fn)
-        except trio.RunFinishedError:
-            pass  # the run is over: nobody waits
+        wake(token, fn)  # (a method: tests/test_races.py holds the wake-up back)
 
     async def aclose(self, *, raise_lost: bool = True) -> None:
         """Let the thread finish the jobs sent so far and end it (waited for, shielded
@@ -151,3 +148,12 @@ async def store_writer(store: Store) -> AsyncIterator[StoreWriter]:
         await writer.aclose(raise_lost=False)  # the error that ended the block comes first
         raise
     await writer.aclose()
+
+
+def wake(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:
+    """Run ``fn`` on the trio loop of ``token`` soon, from a store thread; nothing if that
+    run is over (nobody waits). The writer's and the readers' threads hand back so."""
+    try:
+        token.run_sync_soon(fn)
+    except trio.RunFinishedError:
+        pass  # the run is over: nobody waits
