@@ -29,7 +29,7 @@ from typing import Any
 
 from arena import sdk
 from arena.bots.heuristic import HeuristicBot
-from arena.sdk import Bot, View
+from arena.sdk import Bot, RoundResult, View
 
 PROC = secrets.token_hex(6)
 """This process's id in reports."""
@@ -113,6 +113,16 @@ def read_proc(pid: int, name: str, limit: int = 1 << 16) -> bytes | None:
 def cmdline(pid: int) -> list[str]:
     raw = read_proc(pid, "cmdline") or b""
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def round_hands(result: RoundResult) -> list[list[int]]:
+    """Every seat's hand of the round just ended, from its tricks (as the cards fell)."""
+    n = result.players
+    hands: list[list[int]] = [[] for _ in range(n)]
+    for trick in result.tricks:
+        for i, card in enumerate(trick.cards):
+            hands[(trick.leader + i) % n].append(card)
+    return hands
 
 
 def own_socket() -> str:

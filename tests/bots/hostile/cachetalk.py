@@ -109,10 +109,7 @@ class CacheTalk(_hostile.Legal):
             if cards is None:
                 return
             n = result.players
-            hands: list[set[int]] = [set() for _ in range(n)]
-            for trick in result.tricks:
-                for i, card in enumerate(trick.cards):
-                    hands[(trick.leader + i) % n].add(card)
+            hands = [set(hand) for hand in _hostile.round_hands(result)]
             best = max((hands[s] for s in range(n) if s != result.seat),
                        key=lambda held: len(held & cards))
             self.right += len(best & cards)

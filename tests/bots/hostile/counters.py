@@ -229,10 +229,7 @@ class Counters(_hostile.Legal):
 
     def round_ended(self, result: RoundResult) -> None:
         n = result.players
-        hands: list[list[int]] = [[] for _ in range(n)]
-        for trick in result.tricks:
-            for i, card in enumerate(trick.cards):
-                hands[(trick.leader + i) % n].append(card)
+        hands = _hostile.round_hands(result)
         truth = {payload(result.round, hands[s]) for s in range(n) if s != result.seat}
         with self.lock:
             for ch in self.channels.values():

@@ -142,10 +142,7 @@ class Memory(_hostile.Legal):
 
     def round_ended(self, result: RoundResult) -> None:
         n = result.players
-        hands: list[list[int]] = [[] for _ in range(n)]
-        for trick in result.tricks:
-            for i, card in enumerate(trick.cards):
-                hands[(trick.leader + i) % n].append(card)
+        hands = _hostile.round_hands(result)
         size = result.round if result.game == "wizard" else 7
         if any(len(h) != size for h in hands):
             return  # Trumps with drawing: the hands as dealt cannot be told
