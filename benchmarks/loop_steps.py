@@ -37,6 +37,8 @@ from urllib.request import urlopen
 
 import trio
 
+from benchmarks.publish_memory import before_code
+
 REPO = Path(__file__).resolve().parent.parent
 BEFORE = "bed6a94"
 """The code before the exits were awaited and the supervision's file work moved to
@@ -235,24 +237,12 @@ def measure(folder: Path, games: int, arena_path: Path = REPO,
     return figures
 
 
-def _before_tree(dest: Path) -> Path | None:
-    """The arena of :data:`BEFORE`, from git (None outside a checkout)."""
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE, "arena"],
-                                 capture_output=True, check=True, timeout=60).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True,
-                       timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return dest
-
-
 def run(settings: Any, out: TextIO, games: int | None = None) -> dict[str, Any]:
     """Before and now, ``games`` games each (from ``settings.seconds``: 2 a second)."""
     games = games or max(6, int(settings.seconds * 2))
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="arena-bench-steps-") as tmp:
-        before = _before_tree(Path(tmp))
+        before = before_code(BEFORE, Path(tmp))
         for label, path in (("before", before), ("now", REPO)):
             if path is None:
                 continue

@@ -57,6 +57,7 @@ from arena.tournament.store import Store
 from arena.tournament.writer import store_writer
 from benchmarks import Settings
 from benchmarks.page_store import grow, play_league
+from benchmarks.publish_memory import before_code
 
 TITLE = ("the live page: a bot's page at 100/1k/25k games (loop and store ms), threads "
          "under 1,000 half-sent requests, games/s under a hostile page client; vs before")
@@ -379,19 +380,6 @@ def games_rate(folder: Path, pythonpath: str, phase_s: float, repeat: int,
             "bot_views_s": statistics.median(views)}
 
 
-def _before_tree(dest: Path) -> Path | None:
-    """The arena of :data:`BEFORE`, from git (None outside a checkout)."""
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE, "arena"],
-                                 capture_output=True, check=True, timeout=60).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True,
-                       timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return dest
-
-
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -432,7 +420,8 @@ def run(settings: Settings, out: TextIO) -> dict[str, Any]:
               f"medians of {settings.repeat}", file=out, flush=True)
         big = root / f"s{SIZES[-1]}"
         trees = {"now": str(REPO)}
-        old = _before_tree(root / "before")
+        (root / "before").mkdir(parents=True, exist_ok=True)
+        old = before_code(BEFORE, root / "before")
         if old is not None:
             trees["before"] = str(old)
         figures["rate"] = {}
