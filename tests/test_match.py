@@ -444,3 +444,22 @@ def test_a_match_with_bot_processes_stops_at_max_games(arena_sandbox: Sandbox,
         bots = dict(db.execute("SELECT name, spec FROM bots").fetchall())
     assert bots["candidate"].startswith("cmd:python ")
     assert bots["baseline"] == bots["opponent1"] == "heuristic"
+
+
+def test_a_match_refuses_to_write_into_a_damaged_store(tmp_path: Path) -> None:
+    """As a tournament and a league do (``audit.open_for_run``): a store whose file fails
+    SQLite's check is named in one line and left as it is, not resumed into."""
+    from test_chain import damage_page_of
+
+    out = tmp_path / "m"
+    res = arena("match", "heuristic", "random", *FAST, "--max-games", "8", "--seed", "5",
+                "--out", str(out))
+    assert res.returncode in (0, 1), res.stderr  # a verdict, or none within 8 games
+    damage_page_of(out, "sqlite_autoindex_games_2")
+    before = (out / "tournament.sqlite").read_bytes()
+    res = arena("match", "heuristic", "random", *FAST, "--max-games", "16", "--seed", "5",
+                "--out", str(out))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "the store file is damaged" in res.stderr, res.stderr
+    assert "not run (arena verify says more)" in res.stderr
+    assert (out / "tournament.sqlite").read_bytes() == before  # nothing written

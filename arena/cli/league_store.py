@@ -5,7 +5,6 @@ taken, the leaderboard written."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from arena.files import FolderError, claim_folder
 from arena.league.config import FORMAT, LeagueConfig
 from arena.league.store import LeagueBot, ensure_tables, register_file_bots
 from arena.model.errors import one_line
-from arena.tournament.audit import damage_text, file_damage
+from arena.tournament.audit import open_for_run
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.store import Store, StoreError
 
@@ -39,25 +38,10 @@ def claim(config: LeagueConfig) -> None:
 def open_store(config: LeagueConfig, lock: RunLock) -> Store:
     """The league's store, opened with the run lock, checked against the file, with the
     league's tables and the file's bots."""
-    out = config.output
     try:
-        store = Store.open(out, lock)
-        os.chmod(out, 0o700)  # the store holds the secret master seeds
-        for suffix in ("", "-wal", "-shm"):
-            path = out / f"tournament.sqlite{suffix}"
-            if path.exists():
-                os.chmod(path, 0o600)
+        store = open_for_run(config.output, lock)  # it holds the secret master seeds
     except StoreError as e:
         raise LeagueUsage(str(e)) from None
-    try:
-        problems = file_damage(store, quick=True)  # never write into a damaged file
-    except StoreError as e:
-        store.close()
-        raise LeagueUsage(str(e)) from None
-    if problems:
-        text = damage_text(store, problems, "not run (arena verify says more)")
-        store.close()
-        raise LeagueUsage(text)
     try:
         _prepare(config, store)
     except BaseException:

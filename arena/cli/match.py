@@ -7,7 +7,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import secrets
 import sys
 from pathlib import Path
@@ -36,6 +35,7 @@ from arena.report.format import for_terminal
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import parse_option_texts, resolve_options
 from arena.stats.sprt import Sprt, estimate
+from arena.tournament.audit import open_for_run
 from arena.tournament.config import ISOLATIONS, MAX_GAMES, BotEntry, TournamentConfig
 from arena.tournament.lock import LockError, RunLock
 from arena.tournament.runner import TournamentError
@@ -211,15 +211,9 @@ def _open_store(config: TournamentConfig, fresh: bool, err: Console) -> Store:
             err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
                       f"{out}: {', '.join(left[:5])}", soft_wrap=True, markup=False)
     try:
-        store = Store.open(out, lock)  # the store releases the lock
-        os.chmod(out, 0o700)  # the store holds the seed
-        for suffix in ("", "-wal", "-shm"):
-            path = out / f"tournament.sqlite{suffix}"
-            if path.exists():
-                os.chmod(path, 0o600)
+        return open_for_run(out, lock)
     except StoreError as e:
         raise MatchError(str(e)) from None
-    return store
 
 
 def _prepare(config: TournamentConfig, settings: dict[str, Any], store: Store,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import math
-import os
 import re
 import sys
 import time
@@ -45,7 +44,7 @@ from arena.report.text import (
     render_markdown,
     write_leaderboard,
 )
-from arena.tournament.audit import damage_text, file_damage
+from arena.tournament.audit import open_for_run
 from arena.tournament.config import BotEntry, ConfigError, TournamentConfig, load_config
 from arena.tournament.lock import LOCK_NAME, LockError, RunLock
 from arena.tournament.runner import RunSummary, TournamentError, prepare, run
@@ -113,22 +112,11 @@ def run_command(args: argparse.Namespace) -> int:
             err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
                       f"{config.output}: {names}", soft_wrap=True, markup=False)
     try:
-        store = Store.open(config.output, lock)  # the store releases the lock
-        # the store holds the seed: readable by its owner only (and never in a sandbox)
-        os.chmod(config.output, 0o700)
-        for suffix in ("", "-wal", "-shm"):
-            path = config.output / f"tournament.sqlite{suffix}"
-            if path.exists():
-                os.chmod(path, 0o600)
+        store = open_for_run(config.output, lock)
     except StoreError as e:
         print(str(e), file=sys.stderr)
         return 2
     with store:
-        problems = file_damage(store, quick=True)  # never write into a damaged file
-        if problems:
-            print(damage_text(store, problems, "not run (arena verify says more)"),
-                  file=sys.stderr)
-            return 2
         try:
             seed, commitment = prepare(config, store)
         except TournamentError as e:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from arena.model.chain import ChainError, ChainWalk, Link, genesis
 from arena.model.record import RecordError, verify_record
+from arena.tournament.lock import RunLock
 from arena.tournament.schedule import ScheduledGame, schedule
-from arena.tournament.store import Store, StoredGame, StoreIOError, store_error
+from arena.tournament.store import Store, StoredGame, StoreError, StoreIOError, store_error
 
 
 class AuditError(ValueError):
@@ -39,6 +42,28 @@ other kinds of run (a match's)."""
 
 FILE_PROBLEMS = 10
 """The most problems SQLite's check lists (it stops there: bounded time and memory)."""
+
+
+def open_for_run(folder: Path, lock: RunLock) -> Store:
+    """The store in ``folder`` opened for a run to write (tournament, match, league): with
+    the run's lock (which the store then releases), private (it holds the seed: the
+    folder 0700, its files 0600, never in a sandbox) and sound (a damaged file is never
+    written to: SQLite's ``quick_check`` at open). :class:`StoreError`, one line,
+    otherwise."""
+    store = Store.open(folder, lock)
+    try:
+        os.chmod(folder, 0o700)
+        for suffix in ("", "-wal", "-shm"):
+            path = folder / f"tournament.sqlite{suffix}"
+            if path.exists():
+                os.chmod(path, 0o600)
+        problems = file_damage(store, quick=True)
+        if problems:
+            raise StoreError(damage_text(store, problems, "not run (arena verify says more)"))
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def file_damage(store: Store, quick: bool = False) -> list[str]:
