@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -61,8 +62,8 @@ async def fresh_players(job: GameJob, log_dir: Path) -> AsyncIterator[list[Playe
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
-                for conn in conns:
-                    nursery.start_soon(conn.aclose)
+                for conn in conns:  # reclaimed before the next job (issue 35)
+                    nursery.start_soon(partial(conn.aclose, background=False))
 
 
 async def start_for_job(job: GameJob, entry: SeatJob, log_dir: Path,

@@ -285,7 +285,10 @@ class BotPool:
         done = (self.isolation == "game" or not conn.usable or len(conn.deals) >= self.deals
                 or self._closed)
         if done:
-            await conn.aclose()
+            # its cgroup reclaimed before this returns, not on a thread of its own: the
+            # bot's next game (of this deal, once this one has left the flight) may start
+            # a process that looks for the pages this one brought in (issue 35)
+            await conn.aclose(background=False)
         else:
             # the page cache and the directory entries it brought in go before its next
             # game (another rotation of the deal may then meet what it left: issue 17);

@@ -89,8 +89,8 @@ class WorkerPools:
                         await conn.aclose(background=False)
                         continue
                     extra = ledger.put_back(conn) if conn.usable else conn
-                    if extra is not None:
-                        await extra.aclose()
+                    if extra is not None:  # the one just played: reclaimed before return
+                        await extra.aclose(background=extra is not conn)
 
 
 _worker_pools: WorkerPools | None = None
