@@ -25,7 +25,7 @@ import pytest
 import trio
 
 from arena.model.limits import Confinement
-from arena.proc import ids
+from arena.proc import ids, keeper
 from arena.proc.bwrap import bwrap_binary, bwrap_options, sandbox_works, spawn_wrapper
 from arena.proc.cgroup import limit_mechanism
 from arena.proc.process import BotProcess
@@ -115,7 +115,7 @@ def test_each_sandboxed_process_runs_as_a_uid_of_its_own(tmp_path: Path) -> None
             pwd.getpwuid(uid)
         # the lease is given back (this arena holds it no more; another arena, e.g.
         # another test worker, may take it at once)
-        assert uid not in ids._held
+        assert uid not in keeper.current().held_uids
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The v1 freezer's anchor (arena.proc.anchor.hold_freezer_anchor): while an arena has a
+"""The v1 freezer's anchor (arena.proc.keeper.Keeper.hold_freezer_anchor): while an arena has a
 bot cgroup with a freezer it holds one empty cgroup of its own frozen, so that stopping
 and continuing a bot does not turn the kernel's freezer switch on and off at every call
 (the cost is a benchmark's figure: ``python -m benchmarks --only referee``). Shown here:
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from arena.proc.anchor import ANCHOR_LABEL
 from arena.proc.cgroup import limit_mechanism
+from arena.proc.keeper import ANCHOR_LABEL
 from arena.proc.sweep import sweep_stale_cgroups
 
 MECHANISM = limit_mechanism()
@@ -107,3 +107,31 @@ def test_a_forked_child_leaves_its_parents_anchor() -> None:
     held, anchor = proc.stdout.split()
     assert held == "True"  # the child's exit left it
     assert not Path(anchor).exists()  # the parent's removed it
+
+
+def test_a_run_s_keeper_removes_its_anchor_at_the_run_s_end() -> None:
+    """The anchor is the run's (``keeping()`` around it, as each command that runs bots
+    does), not the process's: gone when the run ends, made afresh by a second run in the
+    same process; an inner run shares the outer one's; after its end a bot started
+    outside any run has the process's own keeper."""
+    code = ("import os\n"
+            "from arena.model.limits import Limits\n"
+            "from arena.proc import keeper\n"
+            "from arena.proc.cgroup import Cgroup, limit_mechanism\n"
+            "def run():\n"
+            "    cgroup = Cgroup(limit_mechanism(), Limits(), 'anchortest')\n"
+            "    anchor = cgroup.dirs['freezer'].parent / f'arena-{os.getpid()}-anchor'\n"
+            "    state = (anchor / 'freezer.state').read_text().strip()\n"
+            "    cgroup.remove()\n"
+            "    return anchor, state\n"
+            "for _ in range(2):\n"
+            "    with keeper.keeping() as outer:\n"
+            "        anchor, state = run()\n"
+            "        with keeper.keeping() as inner:\n"
+            "            same = inner is outer is keeper.current()\n"
+            "        print(state, same, anchor.is_dir(), end=' ')\n"
+            "    print(anchor.exists(), keeper.current() is not outer)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, text=True,
+                          capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["FROZEN True True False True"] * 2

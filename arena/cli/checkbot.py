@@ -26,6 +26,7 @@ from arena.model.errors import SandboxError
 from arena.model.names import clean
 from arena.model.spec import BotSpec, BotSpecError
 from arena.proc.connection import HandshakeError
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.rules import GAMES, OptionError
 from arena.tournament.config import ConfigError, parse_game, read_toml
@@ -103,8 +104,9 @@ def cmd_check_bot(args: argparse.Namespace) -> int:
         return _usage(str(e))
     try:
         start_cleanup()
-        report = run_interruptible(run_checks, spec, args.spec, games, move_ms,
-                                   args.games, log_dir, confinement, None, first)
+        with keeping():
+            report = run_interruptible(run_checks, spec, args.spec, games, move_ms,
+                                       args.games, log_dir, confinement, None, first)
     except HandshakeError as e:
         print(f"{PROG}: {clean(str(e))}", file=sys.stderr)
         if args.json:

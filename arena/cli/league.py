@@ -36,6 +36,7 @@ from arena.league.store import (
 )
 from arena.model.names import clean
 from arena.proc.bwrap import sandbox_works
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.tournament.config import ConfigError
 from arena.tournament.lock import Held, LockError, RunLock
@@ -287,13 +288,14 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
         summary: LeagueSummary | None = None
         league: League | None = None
         try:
-            if serving is None:
-                summary, league = trio.run(lambda: run_league(
-                    config, store, on_event=event, on_start=started, on_game=game,
-                    max_games=args.games))
-            else:
-                summary, league = trio.run(lambda: _serve(
-                    config, store, serving, event, started, game, args.games))
+            with keeping():
+                if serving is None:
+                    summary, league = trio.run(lambda: run_league(
+                        config, store, on_event=event, on_start=started, on_game=game,
+                        max_games=args.games))
+                else:
+                    summary, league = trio.run(lambda: _serve(
+                        config, store, serving, event, started, game, args.games))
         except KeyboardInterrupt:
             summary = None
         interrupted = summary is None or summary.interrupted

@@ -40,6 +40,7 @@ from arena.model.names import NameError_, check_name, clean
 from arena.model.spec import BotSpec, command_args
 from arena.proc.bwrap import sandbox_works
 from arena.proc.connection import HandshakeError
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.tournament.config import BotEntry, ConfigError, folder_bots
 from arena.tournament.lock import RunLock
@@ -98,9 +99,10 @@ def _check(config: LeagueConfig, entry: BotEntry, name: str,
         start_cleanup()
         base = config.base  # the league's own game first, as a submission's check plays
         options = {base.game: {**base.options, "players": base.seats}}
-        report = run_interruptible(run_checks, entry.spec, str(entry.spec),
-                                   [base.game], base.move_ms, 1, log_dir,
-                                   entry.confinement, cwd, options)
+        with keeping():
+            report = run_interruptible(run_checks, entry.spec, str(entry.spec),
+                                       [base.game], base.move_ms, 1, log_dir,
+                                       entry.confinement, cwd, options)
     except HandshakeError as e:
         return f"cannot start: {clean(str(e))}"
     finally:

@@ -29,6 +29,7 @@ from arena.match.runner import MatchState, load_state, run_match
 from arena.match.schedule import CANDIDATE, GAMES_PER_DEAL, field_names
 from arena.model.errors import SandboxError, one_line
 from arena.model.spec import BUILTIN_BOTS, BotSpec, BotSpecError
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.proc.tasks import usable_cores
 from arena.report.format import for_terminal
@@ -360,7 +361,8 @@ def _run(config: TournamentConfig, store: Store, seed: int, state: MatchState,
 
     try:
         start_cleanup()
-        return trio.run(run_match, config, store, seed, state, started, finished)
+        with keeping():
+            return trio.run(run_match, config, store, seed, state, started, finished)
     finally:
         progress.stop()
 

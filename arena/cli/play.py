@@ -31,6 +31,7 @@ from arena.model.spec import BotSpec, BotSpecError
 from arena.play.referee import Abandon, GameReport, TimeControl, play_game
 from arena.play.seats import SeatSpec, seated_players
 from arena.proc.connection import HandshakeError
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.rules import Game, OptionError, new_game
 
@@ -81,8 +82,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     try:
         try:
             start_cleanup()
-            report = run_interruptible(_play, game, seats, clock, log_dir, seed, args.quiet,
-                                       args.startup_ms / 1000, confinement)
+            with keeping():
+                report = run_interruptible(_play, game, seats, clock, log_dir, seed,
+                                           args.quiet, args.startup_ms / 1000, confinement)
         except BaseException:
             if web is not None:
                 web.close()

@@ -31,6 +31,7 @@ from arena.model.spec import command_args
 from arena.play.bound import machine_bound, memory_available
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism
+from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.proc.runtimes import Runtime
 from arena.proc.tasks import usable_cores
@@ -268,7 +269,8 @@ def _run(config: TournamentConfig, store: Store, seed: int,
          use_ray: bool, address: str) -> RunSummary:
     if not use_ray:
         start_cleanup()
-        return trio.run(run, config, store, seed, started, finished)
+        with keeping():
+            return trio.run(run, config, store, seed, started, finished)
     from arena.tournament.ray_runner import run_ray
     return trio.run(run_ray, config, store, seed, address, started, finished)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from arena.model.errors import SandboxError
 from arena.model.limits import Limits
-from arena.proc.anchor import hold_freezer_anchor
+from arena.proc import keeper
 from arena.proc.cgroup_memory import CgroupMemory, event_count
 from arena.proc.mechanism import Mechanism, limit_mechanism, rmdir_quietly, write_quietly
 from arena.proc.tasks import (
@@ -98,7 +98,7 @@ class Cgroup(CgroupMemory):
                 rmdir_quietly(folder)
             raise SandboxError(f"cannot create the bot's cgroup: {e}") from None
         if self._freezer is not None and self._freezer.name == "freezer.state":
-            hold_freezer_anchor(mechanism.base["freezer"])
+            keeper.current().hold_freezer_anchor(mechanism.base["freezer"])
 
     @property
     def can_pin(self) -> bool:

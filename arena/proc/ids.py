@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+from arena.proc import keeper
+
 DEFAULT_RANGE = (0x5A000000, 65536)
 """The first uid (and gid) of the reserved range, and how many there are: far above any
 uid a distribution gives out, and outside the usual subordinate ranges (100000 + n ×
@@ -86,16 +88,14 @@ class Lease:
 
     uid: int
     _fd: int | None
+    _held: set[int]
+    """The uids its run holds (:attr:`arena.proc.keeper.Keeper.held_uids`)."""
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            _held.discard(self.uid)
+            self._held.discard(self.uid)
             os.close(fd)  # the lock goes with it
-
-
-_held: set[int] = set()
-"""The uids this arena process holds (so that a lease skips them without a syscall)."""
 
 
 def _range() -> tuple[int, int]:
@@ -251,8 +251,9 @@ def lease() -> Lease | None:
     mechanism = id_mechanism()
     if not mechanism.active:
         return None
+    held = keeper.current().held_uids
     for uid in range(mechanism.first, mechanism.first + mechanism.count):
-        if uid in _held:
+        if uid in held:
             continue
         fd = os.open(os.path.join(mechanism.lock_dir, str(uid)),
                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
@@ -261,8 +262,8 @@ def lease() -> Lease | None:
         except BlockingIOError:
             os.close(fd)  # another arena's
             continue
-        _held.add(uid)
-        return Lease(uid, fd)
+        held.add(uid)
+        return Lease(uid, fd, held)
     raise OSError(f"all {mechanism.count} uids of the bots' range are in use")
 
 

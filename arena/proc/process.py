@@ -23,7 +23,7 @@ from arena.files import FolderError, private_dir, safe_name
 from arena.model.errors import BotStartError, SandboxError
 from arena.model.limits import STOP_WALL_S, Confinement
 from arena.model.spec import command_args
-from arena.proc import ids
+from arena.proc import ids, keeper
 from arena.proc.bwrap import (
     SOCKET_DIR,
     bwrap_binary,
@@ -43,8 +43,6 @@ from arena.proc.supervise import _kill_until_empty as _kill_until_empty  # (test
 from arena.proc.view import WARM_CAP_BYTES, warm
 from arena.wire.channels import Channel, new_channel, wait_serving
 
-_over_cap_said: list[bool] = []
-"""Whether the warning of a view above the warm cap was given (once a process)."""
 _BOT_SECRETS = ("ARENA_BOT_TOKEN", "ARENA_BOT_TLS_CERT", "ARENA_BOT_TLS_KEY")
 """Variables of the arena's environment a bot it starts does not inherit: that bot serves
 on a private unix socket, without TLS or a token."""
@@ -381,8 +379,7 @@ class BotProcess(Supervised):
         # warmed, not the folder's own, which no sandbox shows
         roots = [r for r in roots if not any(r.is_relative_to(i) for i in self._images)]
         done = warm([*roots, *self._images.values()], exclude, always=always, again=again)
-        if done.over_cap and not _over_cap_said:
-            _over_cap_said.append(True)
+        if done.over_cap and keeper.current().first_time("view above the warm cap"):
             print(f"arena: warning: the sandbox view of bot {self.name} is above the "
                   f"{WARM_CAP_BYTES >> 20} MiB read into the page cache before bots start; "
                   f"{len(done.over_cap)} files (e.g. {done.over_cap[0]}) are not, and "
