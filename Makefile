@@ -88,7 +88,7 @@ demo: $(STAMP) $(NODE_BOT) $(BWRAP) $(MKFS_EROFS)
 # process.
 WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: $(STAMP) $(NODE_BOT) $(BUF_STAMP) $(BWRAP) $(MKFS_EROFS)
-	$(BIN)/pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # Buf (the .proto linter) comes from npm; without node the proto lint is skipped.
 $(BUF_STAMP): tools/buf/package-lock.json

@@ -263,10 +263,11 @@ def least_processes(rows: list[tuple[list[str], str]]) -> int:
 
 
 def log_trouble(text: str) -> list[str]:
-    """Lines of the arena's standard error that tell of a dead thread or a traceback."""
+    """Lines of the arena's standard error that tell of a dead thread, a traceback or an
+    internal error."""
     return [line for line in text.splitlines()
             if "Traceback" in line or "Exception in thread" in line
-            or "log pump" in line.lower()]
+            or "log pump" in line.lower() or "internal error" in line]
 
 
 def left_after(marker: bytes, pids: list[int], wait_s: float) -> tuple[list[int], list[Path]]:
