@@ -1,7 +1,8 @@
 """The league's sets as its ratings and its matchmaking see them: the live ratings fed
 whole duplicate sets only (:class:`WholeSets`), rebuilt from the store when a run starts
 (:func:`rebuild_sets`), how often each pair of bots has met (:func:`met_counts`), a
-set's games (:func:`game_of`) and a season's seed (:func:`season_seed`)."""
+set's games (:func:`game_of`), a season's seed (:func:`season_seed`), and whether a game's
+cards may be shown yet (:func:`cards_open`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def game_of(decision: SetDecision, rotation: int) -> ScheduledGame:
     """Rotation ``rotation`` of a set: table number = set number, deal number = season."""
     return audit.game_of(decision.set_no, decision.season, decision.bots,
                          decision.deal_seed, rotation)
+
+
+def rotations_to_come(seats: int, done: int, *, over: bool) -> int:
+    """The rotations of a game's duplicate set, other than the game itself, still to be
+    played (queued or in flight): the set has ``seats`` rotations, ``done`` of them finished
+    and stored (the game itself among them when it is ``over``)."""
+    return max(0, seats - done - (0 if over else 1))
+
+
+def cards_open(seats: int, done: int, *, over: bool) -> bool:
+    """May a game's cards be shown now (its replay, or, while it is played, the cards of
+    its live view)? Only once no other rotation of its duplicate set is still to be
+    played: each rotation plays the same deal and plays out every card dealt, so one
+    rotation seen tells every hand of the next. The one rule for every place a game's
+    cards reach a client (:func:`rotations_to_come` is 0)."""
+    return rotations_to_come(seats, done, over=over) == 0
+
 
 COMPARE = "cards"
 """What the league's ratings compare (:class:`LiveRatings`): the bots that held the same

@@ -19,6 +19,12 @@ totals (a row per version, :meth:`Store.bot_totals`), a list of games the small 
 the live ratings, the games in progress (the public state at every decision: each seat is
 watched as it is asked, :class:`arena.league.runner.GameWatcher`), and the stderr log of
 each bot's process in each game (kept for the games of this run).
+
+A game's cards reach no client while another rotation of its duplicate set (the same
+deal) is still to be played (:func:`arena.league.sets.cards_open`, the one rule): its
+replay is withheld (:meth:`RunnerBackend.record`), and its live state, which every event
+and page is made from (:func:`public_state`), carries the bids, the tricks won and the
+scores but no card until it is the last rotation of its set still to be played.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import trio
 from arena.league import inbox
 from arena.league.config import LeagueConfig
 from arena.league.runner import GameWatcher, League
+from arena.league.sets import cards_open, rotations_to_come
 from arena.league.store import (
     Answer,
     FieldRow,
@@ -96,24 +103,42 @@ def withheld_text(game_id: str, left: int) -> str:
             f"know its hands")
 
 
-def public_state(view: View, seats: Sequence[str], to_move: int) -> dict[str, Any]:
-    """What a spectator may see of a game, from the view of the seat to move: everything
-    but its hand (the cards not yet played)."""
+def public_state(view: View, seats: Sequence[str], to_move: int, shown: bool,
+                 to_come: int) -> dict[str, Any]:
+    """What a spectator may see of a game, from the view of the seat to move: never a hand
+    (the cards not yet played); and unless its cards are ``shown``
+    (:func:`arena.league.sets.cards_open`: no other rotation of its duplicate set is still
+    to be played; ``to_come`` of them are), no card at all.
+
+    Shown always: the seats, the round, the dealer, the bids, whose turn it is, who led
+    and who won each trick, the tricks won, the scores and how many cards each seat
+    holds and has played. Shown only when ``shown`` (``cards_shown``): the turned
+    trump card and the trump suit (the turned card's suit, or the dealer's choice on a
+    turned Wizard), and the cards played; before, each card played is ``None`` (the count
+    stays), and the trump card and the trump are ``None`` (``trump_turned`` says whether a
+    card was turned; when none was, the trump, fixed or none, is the league file's and the
+    round's, no card's, and is shown)."""
     played = len(view.trick.cards)
+
+    def cards(played_cards: Sequence[int]) -> list[str | None]:
+        return [format_card(c) if shown else None for c in played_cards]
+
     return {
         "game": view.game, "seats": list(seats), "round": view.round, "rounds": view.rounds,
-        "dealer": view.dealer,
-        "trump_card": None if view.trump_card is None else format_card(view.trump_card),
-        "trump": format_suit(view.trump), "bids": list(view.bids),
-        "trick": {"leader": view.trick.leader, "cards": [format_card(c)
-                                                         for c in view.trick.cards]},
-        "tricks": [{"leader": t.leader, "cards": [format_card(c) for c in t.cards],
-                    "winner": t.winner} for t in view.tricks],
+        "dealer": view.dealer, "trump_turned": view.trump_card is not None,
+        "trump_card": None if view.trump_card is None or not shown
+        else format_card(view.trump_card),
+        "trump": format_suit(view.trump) if shown or view.trump_card is None else None,
+        "bids": list(view.bids),
+        "trick": {"leader": view.trick.leader, "cards": cards(view.trick.cards)},
+        "tricks": [{"leader": t.leader, "cards": cards(t.cards), "winner": t.winner}
+                   for t in view.tricks],
         "won": list(view.won), "scores": list(view.scores),
         "cards_left": [view.tricks_in_round - len(view.tricks)
                        - (1 if (s - view.trick.leader) % view.players < played else 0)
                        for s in range(view.players)],
         "to_move": to_move, "over": False,
+        "cards_shown": shown, "rotations_to_come": to_come,
     }
 
 
@@ -190,7 +215,9 @@ class RunnerBackend(GameWatcher):
         self._publish(LeagueEvent(GAME_STARTED, now, f"{game_id} started", game_id, seats))
 
         def seen(view: View, seat: int) -> None:
-            state = public_state(view, seats, seat)
+            # decided at every move: the game's last rotation still to be played shows
+            # its cards from the move after the others finished
+            state = public_state(view, seats, seat, *self.cards_of(scheduled))
             self.live[game_id] = LiveGame(game_id, self.config.base.game, seats,
                                           self.live[game_id].started if game_id in self.live
                                           else now, state)
@@ -222,6 +249,18 @@ class RunnerBackend(GameWatcher):
                                   data={"totals": record["totals"],
                                         "places": record["places"]}))
         self._publish(LeagueEvent(STANDINGS, now, "the standings changed"))
+
+    def cards_of(self, scheduled: ScheduledGame) -> tuple[bool, int]:
+        """May the cards of ``scheduled``, in play, be shown now
+        (:func:`arena.league.sets.cards_open`), and how many rotations of its duplicate set,
+        other than itself, are still to be played (queued or in flight): from the run's
+        count of each set's finished rotations (by set number: a league's table number);
+        before the run is attached, none is finished."""
+        seats = self.config.base.seats
+        league = self.league
+        done = 0 if league is None else league.done_in_set.get(scheduled.table_no, 0)
+        return (cards_open(seats, done, over=False),
+                rotations_to_come(seats, done, over=False))
 
     def _publish(self, event: LeagueEvent) -> None:
         self.broadcast.publish(event)
@@ -374,8 +413,9 @@ class RunnerBackend(GameWatcher):
         if found is None:
             return None
         record, done = found
-        if done < seats:
-            raise ReplayWithheld(withheld_text(game_id, seats - done))
+        if not cards_open(seats, done, over=True):
+            raise ReplayWithheld(withheld_text(game_id,
+                                               rotations_to_come(seats, done, over=True)))
         return record
 
     async def bot(self, name: str) -> BotDetail | None:

@@ -8,11 +8,14 @@ on 127.0.0.1 by default, or behind the league's TLS. Pages, in the published sit
 - ``/``: the standings with their intervals (``elo ± 2 sigma``), the games in progress,
   the recent games with a link to each replay, a link to the season; and a box where an
   author enters their token to list their own games and read their bots' stderr logs;
-- ``/watch/ID``: a game in progress, public information only: the seats, the turned trump
-  card and the trump, the bids, the cards of the trick being played and of the tricks of
-  the round, the tricks won, the scores and how many cards each seat holds. No hand is
-  shown: a card is seen once it is played (every hand is in the replay once the game is
-  over, as in any record);
+- ``/watch/ID``: a game in progress, public information only: the seats, the bids, who
+  is to move, the tricks won, the scores and how many cards each seat holds; the turned
+  trump card and the trump, and the cards of the trick being played and of the tricks of
+  the round, only once no other rotation of its duplicate set is still to be played
+  (before, the cards played are shown face down and the page says why: the backend's
+  state carries none, :func:`arena.league_service.backend.public_state`). No hand is
+  shown: a card is seen once it is played (every hand is in the replay once the set is
+  complete, as in any record);
 - ``/games/ID``: a finished game in the replay viewer (``/games/ID.json``: its record);
   withheld (404, and why) while another rotation of its duplicate set is to be played;
 - ``/bots/NAME``: a bot's versions, faults, CPU per decision and rating history (a chart);
@@ -215,8 +218,12 @@ def watch_page(game_id: str) -> str:
     body = f"""<p><a href="/">back to the league</a></p>
 <h1>Game <span id="watch-id">{esc(game_id)}</span></h1>
 <p id="watch-status" aria-live="polite">Connecting…</p>
-<p class="note">What a spectator sees: the cards played, the bids and the scores. No hand
-is shown until the game is over (then the replay shows every hand).</p>
+<p class="note">What a spectator sees: the bids, the tricks won and the scores, and the
+cards played once no other rotation of this deal is to come. No hand is shown until the
+game's set is complete (then the replay shows every hand).</p>
+<p id="cards-hidden" class="note" hidden>Cards are hidden while other rotations of this
+deal are still to be played (<span id="to-come"></span>); the replay opens when the set is
+complete.</p>
 <div class="board"><div class="seats" id="watch-seats"></div>
 <div class="centre"><div id="trump" class="trump"></div>
 <div id="trick" class="trick" role="group" aria-label="The current trick"></div>

@@ -94,8 +94,12 @@ class LiveGame:
 
     ``state`` is JSON-ready: the game, the seats, the round, the dealer, the turned trump
     card and the trump, the bids made so far, the cards of the trick being played and of
-    the tricks played this round, the tricks won, the scores, the number of cards each seat
-    holds, and the seat to move. Never a card that has not been played."""
+    the tricks played this round (with each trick's leader and winner), the tricks won,
+    the scores, the number of cards each seat holds, and the seat to move. Never a card
+    that has not been played; and while another rotation of the game's duplicate set is
+    still to be played (``rotations_to_come`` > 0, ``cards_shown`` false) no card at all:
+    each card played is null, and so are the turned trump card and the trump suit (unless
+    no card was turned: a fixed trump is the league file's, not a card's)."""
 
     game_id: str
     game: str

@@ -22,6 +22,15 @@
   }
   function botHref(name) { return '/bots/' + encodeURIComponent(name); }
   function cardEl(card) {
+    if (card === null || card === undefined) {
+      // a card played while another rotation of the deal is to come: face down
+      const back = el('span', '?', 'card back');
+      back.title = 'hidden until the set is complete';
+      back.setAttribute('role', 'img');
+      back.setAttribute('aria-label', 'a hidden card');
+      back.dataset.card = '';
+      return back;
+    }
     let cls = 'card black';
     let text = card;
     if (card === 'W') { cls = 'card wizard'; text = 'W'; }
@@ -74,7 +83,9 @@
       li.dataset.game = g.game_id;
       li.append(link('/watch/' + encodeURIComponent(g.game_id), g.game_id), ' ',
                 el('span', g.game + ': ' + g.seats.join(', ') +
-                   (g.state && g.state.round ? ' (round ' + g.state.round + ')' : ''), 'muted'));
+                   (g.state && g.state.round ? ' (round ' + g.state.round + ')' : '') +
+                   (g.state && g.state.cards_shown === false ? ', cards hidden' : ''),
+                   'muted'));
       return li;
     }));
     document.getElementById('live-empty').hidden = live.length > 0;
@@ -120,6 +131,13 @@
     }
     const st = g.state;
     main.dataset.state = 'live';
+    // no card is sent while another rotation of the deal is to come (cards_shown false)
+    const hidden = st.cards_shown === false;
+    main.dataset.cards = hidden ? 'hidden' : 'shown';
+    document.getElementById('cards-hidden').hidden = !hidden;
+    const toCome = st.rotations_to_come || 0;
+    document.getElementById('to-come').textContent =
+      toCome + ' more rotation' + (toCome === 1 ? '' : 's');
     status.textContent = g.game + ', round ' + st.round + ' of ' + st.rounds +
       (st.to_move === null || st.to_move === undefined ? '' : '; to move: ' + g.seats[st.to_move]);
     fill(document.getElementById('watch-seats'), g.seats.map((name, i) => {
@@ -136,8 +154,9 @@
       return div;
     }));
     const trump = document.getElementById('trump');
-    fill(trump, [el('span', 'Trump: ' + (st.trump || 'none') + ' '),
-                 ...(st.trump_card ? [cardEl(st.trump_card)] : [])]);
+    const turnedHidden = hidden && st.trump_turned;  // a card was turned: face down
+    fill(trump, [el('span', 'Trump: ' + (turnedHidden ? 'hidden' : st.trump || 'none') + ' '),
+                 ...(st.trump_card || turnedHidden ? [cardEl(st.trump_card)] : [])]);
     const n = g.seats.length;
     fill(document.getElementById('trick'), st.trick.cards.map((c, k) => {
       const span = el('span', null, 'played');
