@@ -85,9 +85,12 @@ def grow(out: Path, total: int) -> int:
             " ? + 3 * (c.n - ?) + g.rotation, g.chain_prev, g.chain,"
             f" g.record FROM copies AS c, games AS g WHERE {source} AND g.status = 'done'",
             (chain0, next_set, template))
-        for table, columns in (("results", "seat, bot, score, place, forfeited"),
-                               ("latencies", "seat, bot, ms, cpu_ms"),
-                               ("faults", "seat, bot, round, trick, kind, detail, action")):
+        copied = {table: ", ".join(r[1] for r in db.execute(f"PRAGMA table_info({table})")
+                                   if r[1] != "game_id")
+                  for table in ("results", "faults", "latencies")}  # latencies: if any
+        for table, columns in copied.items():
+            if not columns:
+                continue
             db.execute(f"INSERT INTO {table} (game_id, {columns}) SELECT {new_id}, "
                        + ", ".join(f"t.{c.strip()}" for c in columns.split(","))
                        + f" FROM copies AS c, games AS g JOIN {table} AS t"

@@ -2,10 +2,10 @@
 
 - **Write cost**: one store grown in place to 1,000, 10,000 and 100,000 finished games
   (:data:`SIZES`), and at each size :data:`WRITES` games stored the way a run stores them
-  (:meth:`Store.game_started`, then :meth:`Store.game_finished` with the record, the
-  latencies and the CPU times), timed one by one; the median per game, and its ratio to
-  the 1,000-game figure. The bar: the 100,000 figure within :data:`BAR` of the 1,000
-  one. The games are copies of one real Wizard game (4 built-in bots, all 15 rounds, the
+  (:meth:`Store.game_started`, then :meth:`Store.game_finished` with the record, whose
+  ``timing`` holds the answer and CPU times), timed one by one; the median per game, and
+  its ratio to the 1,000-game figure. The bar: the 100,000 figure within :data:`BAR` of
+  the 1,000 one. The games are copies of one real Wizard game (4 built-in bots, all 15 rounds, the
   record with its timing, about 20 KB), each under its own id and linked into the chain;
   the store is grown between the sizes in bulk (:func:`grow`: the rows ``game_finished``
   writes, a few thousand per transaction), which is what makes 100,000 games quick.
@@ -54,6 +54,7 @@ from arena.model.record import game_record
 from arena.rules import new_game
 from arena.tournament.schedule import ScheduledGame, seed_commitment
 from arena.tournament.store import Store
+from arena.tournament.store_rows import timing_sums
 from arena.tournament.writer import store_writer
 from benchmarks import Settings
 
@@ -138,11 +139,24 @@ def new_store(folder: Path, opener: Any, template: Template) -> Any:
     return store
 
 
+def finish(store: Any, game: ScheduledGame, record: dict[str, Any],
+           template: Template) -> None:
+    """``store.game_finished``: this arena's takes the record (its times in it); the
+    store of :data:`BEFORE` also took the times apart, which it kept a second time."""
+    if isinstance(store, Store):
+        store.game_finished(game, record)
+    else:
+        store.game_finished(game, record, template.wall, template.cpu)
+
+
 def grow(store: Any, template: Template, start: int, stop: int) -> None:
     """Add games ``start`` .. ``stop - 1`` to ``store``, finished and linked after its
-    head, in bulk: the rows :meth:`Store.game_finished` writes (games, results,
-    latencies, the head in meta), 5,000 games per transaction."""
+    head, in bulk: the rows :meth:`Store.game_finished` writes (games, results with
+    the sums of each seat's times, the head in meta; for the store of :data:`BEFORE`,
+    results and latencies), 5,000 games per transaction."""
     db = store.db
+    sums = "decisions" in {r[1] for r in db.execute("PRAGMA table_info(results)")}
+    latency_rows = not sums
     meta = dict(db.execute("SELECT key, value FROM meta"))
     prev = meta.get("chain_head") or chain.genesis(meta["seed_commitment"])
     bots = json.dumps(template.seats)
@@ -158,17 +172,25 @@ def grow(store: Any, template: Template, start: int, stop: int) -> None:
                           template.text(i), i, prev, digest))
             prev = digest
             for seat, name in enumerate(template.seats):
-                results.append((game_id, seat, name, totals[seat], places[seat]))
-                latencies.append((game_id, seat, name, wall[seat], cpu[seat]))
+                results.append((game_id, seat, name, totals[seat], places[seat],
+                                *timing_sums(template.wall[seat], template.cpu[seat])))
+                if latency_rows:
+                    latencies.append((game_id, seat, name, wall[seat], cpu[seat]))
         db.execute("BEGIN IMMEDIATE")
         db.executemany(
             "INSERT INTO games (id, seq, table_no, deal_no, rotation, deal_seed, bots, status,"
             " started_at, ended_at, record, chain_seq, chain_prev, chain)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, 'done', ?, ?, ?, ?, ?, ?)", games)
-        db.executemany("INSERT INTO results (game_id, seat, bot, score, place, forfeited)"
-                       " VALUES (?, ?, ?, ?, ?, 0)", results)
-        db.executemany("INSERT INTO latencies (game_id, seat, bot, ms, cpu_ms)"
-                       " VALUES (?, ?, ?, ?, ?)", latencies)
+        if sums:
+            db.executemany("INSERT INTO results (game_id, seat, bot, score, place, forfeited,"
+                           " decisions, wall_ms, cpu_decisions, cpu_ms)"
+                           " VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)", results)
+        else:
+            db.executemany("INSERT INTO results (game_id, seat, bot, score, place, forfeited)"
+                           " VALUES (?, ?, ?, ?, ?, 0)", [r[:5] for r in results])
+        if latency_rows:
+            db.executemany("INSERT INTO latencies (game_id, seat, bot, ms, cpu_ms)"
+                           " VALUES (?, ?, ?, ?, ?)", latencies)
         db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                        [("chain_head", prev), ("chain_games", str(min(stop, first + 5000)))])
         db.execute("COMMIT")
@@ -185,7 +207,7 @@ def store_games(store: Any, template: Template, start: int,
         record = template.record_of(i)
         began, began_cpu = time.perf_counter(), time.process_time()
         store.game_started(scheduled)
-        store.game_finished(scheduled, record, template.wall, template.cpu)
+        finish(store, scheduled, record, template)
         wall.append(time.perf_counter() - began)
         cpu.append(time.process_time() - began_cpu)
     return wall, cpu
@@ -259,13 +281,11 @@ def loop_stall(store: Store, template: Template, start: int, writes: int,
                 async with store_writer(store) as writer:
                     for i in range(start, start + writes):
                         await writer.game_started(template.game(i))
-                        await writer.game_finished(template.game(i), template.record_of(i),
-                                                   template.wall, template.cpu)
+                        await writer.game_finished(template.game(i), template.record_of(i))
             else:
                 for i in range(start, start + writes):
                     store.game_started(template.game(i))
-                    store.game_finished(template.game(i), template.record_of(i),
-                                        template.wall, template.cpu)
+                    store.game_finished(template.game(i), template.record_of(i))
                     await trio.lowlevel.checkpoint()
             done.set()
         return late * 1000

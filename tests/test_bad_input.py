@@ -308,10 +308,12 @@ ODD_ROWS: list[tuple[str, str, str]] = [
      "game 't2-d0-r0': deal_seed 'abc' is not an integer"),
     ("seq text", "UPDATE games SET seq = 'first' WHERE seq = 9",
      "game 't2-d0-r1': seq 'first' is not an integer"),
-    ("latencies not JSON", "UPDATE latencies SET ms = 'fast' WHERE game_id = 't2-d1-r0'",
-     "game 't2-d1-r0': latencies is not JSON"),
-    ("latencies of text", "UPDATE latencies SET ms = '[\"1\"]' WHERE game_id = 't2-d1-r1'",
-     "game 't2-d1-r1': latencies of seat 0 are not lists of numbers"),
+    ("timing of text", "UPDATE games SET record = json_set(record, '$.timing.wall_ms[0]',"
+     " json('[\"1\"]')) WHERE seq = 10",
+     "game 't2-d1-r0': record: timing.wall_ms is not a list of 2 lists of numbers"),
+    ("timing of one seat", "UPDATE games SET record = json_remove(record,"
+     " '$.timing.cpu_ms[1]') WHERE seq = 11",
+     "game 't2-d1-r1': record: timing.cpu_ms is not a list of 2 lists of numbers or nulls"),
     ("meta seed abc", "UPDATE meta SET value = 'abc' WHERE key = 'seed'",
      "meta seed: 'abc' is not an integer"),
     ("meta deals of 5000 digits", "UPDATE meta SET value = '" + "9" * 5000
@@ -325,7 +327,7 @@ ODD_ROWS: list[tuple[str, str, str]] = [
     ("bot protocol a word", "UPDATE bots SET protocol_version = 'one' WHERE name = 'random'",
      "bot 'random': column 5 holds 'one', not what the arena writes"),
     ("schema version other", "UPDATE meta SET value = 'v2;DROP' WHERE key = 'schema_version'",
-     "store schema version v2;DROP; this arena reads version 2"),
+     "store schema version v2;DROP; this arena reads version 3"),
 ]
 
 

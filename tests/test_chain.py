@@ -115,7 +115,7 @@ def swap_seats(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def delete_game(conn: sqlite3.Connection, game_id: str) -> None:
-    for table in ("results", "faults", "latencies"):
+    for table in ("results", "faults"):
         conn.execute(f"DELETE FROM {table} WHERE game_id = ?", (game_id,))
     conn.execute("DELETE FROM games WHERE id = ?", (game_id,))
 
@@ -205,13 +205,9 @@ def tamper_record_seats(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, 
     record = swap_seats(record_of(conn, game))
     conn.execute("UPDATE games SET record = ?, bots = ? WHERE id = ?",
                  (json.dumps(record), json.dumps(record["seats"]), game))
-    conn.execute("DELETE FROM results WHERE game_id = ?", (game,))
-    conn.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?)",
-                     [(game, s, record["seats"][s], record["totals"][s], record["places"][s],
-                       0) for s in range(3)])
-    conn.execute("UPDATE latencies SET bot = (SELECT CASE seat WHEN 0 THEN ? WHEN 1 THEN ?"
-                 " ELSE bot END) WHERE game_id = ?", (record["seats"][0], record["seats"][1],
-                                                     game))
+    conn.executemany("UPDATE results SET bot = ?, score = ?, place = ? WHERE game_id = ?"
+                     " AND seat = ?", [(record["seats"][s], record["totals"][s],
+                                        record["places"][s], game, s) for s in range(3)])
     return game, "changed: the record does not hash to its chain link"
 
 
@@ -245,11 +241,12 @@ def tamper_fault_row(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str
     return game, "changed: its faults rows"
 
 
-def tamper_latency_row(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str]:
+def tamper_result_times(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str]:
+    # the live pages' totals add up these sums of the record's times
     game = ids[9]
-    conn.execute("UPDATE latencies SET ms = '[1.0, 2.0]' WHERE game_id = ? AND seat = 0",
+    conn.execute("UPDATE results SET wall_ms = wall_ms / 2 WHERE game_id = ? AND seat = 0",
                  (game,))
-    return game, "changed: its latencies row for seat 0"
+    return game, "changed: its results row for seat 0 does not hold the sums of the record's"
 
 
 def tamper_delete_game(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str]:
@@ -317,7 +314,8 @@ def tamper_head(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str]:
 
 
 def tamper_orphan_results(conn: sqlite3.Connection, ids: list[str]) -> tuple[str, str]:
-    conn.execute("INSERT INTO results VALUES ('t7-d0-r0', 0, 'h1', 99, 1, 0)")
+    conn.execute("INSERT INTO results (game_id, seat, bot, score, place, forfeited)"
+                 " VALUES ('t7-d0-r0', 0, 'h1', 99, 1, 0)")
     return "t7-d0-r0", "added: results rows"
 
 
@@ -344,7 +342,7 @@ STORE_TAMPERING: dict[str, Callable[[sqlite3.Connection, list[str]], tuple[str, 
     "games table seats swapped": tamper_games_seats,
     "a results row changed": tamper_result_row,
     "a faults row added": tamper_fault_row,
-    "a latencies row changed": tamper_latency_row,
+    "a results row's sum of times changed": tamper_result_times,
     "a game deleted": tamper_delete_game,
     "a game deleted and the chain renumbered": tamper_delete_and_renumber,
     "the last game deleted": tamper_delete_last,
@@ -475,7 +473,7 @@ def unfinish(folder: Path, count: int) -> None:
     ids = chain_ids(folder)
     with db(folder) as conn:
         for game in ids[-count:]:
-            for table in ("results", "faults", "latencies"):
+            for table in ("results", "faults"):
                 conn.execute(f"DELETE FROM {table} WHERE game_id = ?", (game,))
             conn.execute("UPDATE games SET status = 'running', record = NULL, ended_at = NULL,"
                          " chain_seq = NULL, chain_prev = NULL, chain = NULL WHERE id = ?",

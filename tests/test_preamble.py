@@ -48,7 +48,7 @@ def test_unplayed_replays_the_unfinished_and_never_the_finished(tmp_path: Path) 
     games = schedule("round-robin", ["a", "b", "c", "d"], 4, 2, 7)
     with Store.open(tmp_path) as store:
         store.game_started(games[0])
-        store.game_finished(games[0], _record(games[0].bots), [[1.0]] * 4)
+        store.game_finished(games[0], _record(games[0].bots))
         store.game_started(games[1])  # left running by a stopped run
         todo, done = unplayed(store, iter(games))
         assert done == {games[0].id}

@@ -505,7 +505,8 @@ def restore(wizard: Built, tmp: Path, isolation: str | None, trusted: set[str],
             cpu = [[None if name == UNMEASURED else round(rng.uniform(0.05, 30), 3)
                     for _ in ms] for name, ms in zip(g.bots, g.latencies_ms, strict=True)]
             new.game_started(sg)
-            new.game_finished(sg, g.record, g.latencies_ms, cpu)
+            new.game_finished(sg, {**g.record, "timing": {
+                "wall_ms": [list(ms) for ms in g.latencies_ms], "cpu_ms": cpu}})
     site = tmp / "site"
     assert main(["publish", str(folder), "--out", str(site), "--resamples", "50"]) == 0
     board = json.loads((site / "data" / "leaderboard.json").read_text(encoding="utf-8"))
@@ -843,8 +844,7 @@ def _repeated(wizard: Built, folder: Path, copies: int) -> Path:
                 sg = ScheduledGame(copy * len(games) + g.seq, g.table_no,
                                    copy * 100 + g.deal_no, g.rotation, g.deal_seed, g.bots)
                 new.game_started(sg)
-                new.game_finished(sg, dict(g.record, game_id=sg.id), g.latencies_ms,
-                                  g.cpu_ms or None)
+                new.game_finished(sg, dict(g.record, game_id=sg.id))  # its timing too
     return folder
 
 

@@ -18,7 +18,14 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.model.record import FORMAT, RecordError, game_record, record_problem, verify_record
+from arena.model.record import (
+    FORMAT,
+    RecordError,
+    game_record,
+    record_problem,
+    record_timing,
+    verify_record,
+)
 from arena.rules import Decision, new_game
 
 Record = dict[str, Any]
@@ -140,6 +147,38 @@ def test_top_level_shapes_a_store_would_refuse_do_not_verify(key: str, value: An
     rec[key] = value
     rejects(rec, pattern)
     assert record_problem(rec, 4) is not None
+
+
+TIMING = {"wall_ms": [[1.5, 2.0], [0.25], [], [3]], "cpu_ms": [[0.5, None], [None], [], [1]]}
+
+
+def test_a_records_timing_is_read_by_seat() -> None:
+    rec = fresh("wizard")
+    assert record_timing(rec, 4) is None  # a record from before the referee kept it
+    rec["timing"] = TIMING
+    verify_record(rec)
+    assert record_problem(rec, 4) is None
+    assert record_timing(rec, 4) == (TIMING["wall_ms"], TIMING["cpu_ms"])
+
+
+@pytest.mark.parametrize(("timing", "pattern"), [
+    (None, r"record: timing is not an object"),
+    ([[1.0]] * 4, r"record: timing is not an object"),
+    ({"wall_ms": TIMING["wall_ms"]}, r"timing\.cpu_ms is not a list of 4 lists of numbers"
+                                     r" or nulls"),
+    ({**TIMING, "wall_ms": TIMING["wall_ms"][:3]}, r"timing\.wall_ms is not a list of 4"),
+    ({**TIMING, "wall_ms": [[1.0], [None], [], []]}, r"timing\.wall_ms is not a list of 4"
+                                                     r" lists of numbers$"),
+    ({**TIMING, "wall_ms": [["1"], [], [], []]}, r"timing\.wall_ms is not a list"),
+    ({**TIMING, "cpu_ms": [[True], [], [], []]}, r"timing\.cpu_ms is not a list"),
+])
+def test_a_timing_a_store_would_refuse_does_not_verify(timing: Any, pattern: str) -> None:
+    rec = fresh("wizard")
+    rec["timing"] = timing
+    rejects(rec, pattern)
+    assert record_problem(rec, 4) is not None
+    with pytest.raises(RecordError, match=pattern):
+        record_timing(rec, 4)
 
 
 # -- where the first discrepancy is -------------------------------------------------------

@@ -119,13 +119,17 @@ def test_cpu_time_round_trips(tmp_path: Path) -> None:
     cpu1: list[list[float | None]] = [[0.123456 + i for i in range(len(lat1[0]))],
                                       [None if i % 2 else 2.0004 for i in range(len(lat1[1]))],
                                       [None] * len(lat1[2])]
+    # as the referee writes them (rounded to 0.001 ms)
     record1["timing"] = {"wall_ms": [[round(x, 3) for x in ms] for ms in lat1],
-                         "cpu_ms": cpu1}
+                         "cpu_ms": [[None if x is None else round(x, 3) for x in seat]
+                                    for seat in cpu1]}
+    record2["timing"] = {"wall_ms": [[round(x, 3) for x in ms] for ms in lat2],
+                         "cpu_ms": [[None] * len(ms) for ms in lat2]}  # built-in bots
     with Store.open(tmp_path) as store:
         for sg in (sg1, sg2):
             store.game_started(sg)
-        store.game_finished(sg1, record1, lat1, cpu1)
-        store.game_finished(sg2, record2, lat2)  # no CPU time (built-in bots, no cgroups)
+        store.game_finished(sg1, record1)
+        store.game_finished(sg2, record2)
     with Store.open(tmp_path) as store:
         games = {g.id: g for g in store.iter_games()}
     one, two = games[sg1.id], games[sg2.id]
@@ -137,16 +141,16 @@ def test_cpu_time_round_trips(tmp_path: Path) -> None:
     assert one.latencies_ms == tuple(tuple(round(x, 3) for x in ms) for ms in lat1)
     assert one.record == record1  # the "timing" key is kept as part of the record
     assert one.record["timing"]["cpu_ms"][1][1] is None
-    assert two.cpu_ms == ((), (), ())
+    assert two.cpu_ms == tuple((None,) * len(ms) for ms in lat2)
     assert two.latencies_ms == tuple(tuple(round(x, 3) for x in ms) for ms in lat2)
-    assert "timing" not in two.record
-    with sqlite3.connect(tmp_path / STORE_NAME) as db:
-        stored = dict(db.execute("SELECT seat, cpu_ms FROM latencies WHERE game_id = ?",
-                                 (sg2.id,)).fetchall())
-        assert stored == {0: None, 1: None, 2: None}  # NULL, not "[]"
-        raw = db.execute("SELECT cpu_ms FROM latencies WHERE game_id = ? AND seat = 1",
-                         (sg1.id,)).fetchone()[0]
-        assert json.loads(raw)[:2] == [2.0, None]
+    with sqlite3.connect(tmp_path / STORE_NAME) as db:  # the sums, beside the record
+        sums = db.execute("SELECT decisions, cpu_decisions, cpu_ms FROM results WHERE"
+                          " game_id = ? ORDER BY seat", (sg1.id,)).fetchall()
+        assert [(d, c) for d, c, _ in sums] == [(len(lat1[0]), len(lat1[0])),
+                                                (len(lat1[1]), (len(lat1[1]) + 1) // 2),
+                                                (len(lat1[2]), 0)]
+        assert sums[1][2] == pytest.approx(2.0 * ((len(lat1[1]) + 1) // 2))
+    db.close()
 
 
 def test_bots_carry_sandbox_and_isolation(tmp_path: Path) -> None:
@@ -199,7 +203,7 @@ def test_an_old_store_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
     assert "cpu_ms" not in columns(path, "latencies")
     assert "sandboxed" not in columns(path, "bots")
     with Store.open(tmp_path) as store:
-        assert store.meta()["schema_version"] == SCHEMA_VERSION == "2"  # migrated
+        assert store.meta()["schema_version"] == SCHEMA_VERSION == "3"  # migrated
         old = list(store.iter_games())
         assert [g.record for g in old] == records
         assert all(g.cpu_ms == ((), (), ()) for g in old)
@@ -210,13 +214,20 @@ def test_an_old_store_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
         sg = games[2]
         record, latencies = play(sg)
         cpu = [[1.5] * len(ms) for ms in latencies]
+        record["timing"] = {"wall_ms": [[round(x, 3) for x in ms] for ms in latencies],
+                            "cpu_ms": cpu}
         store.game_started(sg)
-        store.game_finished(sg, record, latencies, cpu)
+        store.game_finished(sg, record)
         store.set_bot("rand-b", "random", sandboxed=False, isolation="deal", insecure=True)
         board = build_leaderboard(store.iter_games(), store.meta(), store.bots(),
                                   resamples=20)
-    assert columns(path, "latencies")[-1] == "cpu_ms"
+    assert columns(path, "latencies")[-1] == "cpu_ms"  # the old games' times: kept
     assert columns(path, "bots")[-3:] == ["sandboxed", "isolation", "insecure"]
+    with sqlite3.connect(path) as db:  # the new game's times are in its record alone
+        assert db.execute("SELECT COUNT(*) FROM latencies WHERE game_id = ?",
+                          (games[2].id,)).fetchone() == (0,)
+        assert db.execute("SELECT COUNT(DISTINCT game_id) FROM latencies").fetchone() == (2,)
+    db.close()
     assert board["games"] == 3 and board["isolation"] == "shared"  # old store: not said
     assert {b["name"]: (b["sandboxed"], b["insecure"]) for b in board["bots"]} == {
         "heur": (True, False), "rand-a": (True, False), "rand-b": (False, True)}
@@ -240,9 +251,9 @@ def test_an_old_store_without_new_games_reads_as_before(tmp_path: Path) -> None:
 def test_another_schema_version_is_still_refused(tmp_path: Path) -> None:
     make_old_store(tmp_path, [])
     with sqlite3.connect(tmp_path / STORE_NAME) as db:
-        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     db.close()
-    with pytest.raises(StoreError, match="schema version 3"):
+    with pytest.raises(StoreError, match="schema version 4"):
         Store.open(tmp_path)
     assert "cpu_ms" not in columns(tmp_path / STORE_NAME, "latencies")  # left as it was
 

@@ -118,6 +118,12 @@ def record_of(conn: sqlite3.Connection) -> dict[str, Any]:
                                         " LIMIT 1").fetchone()[0]))
 
 
+def timed(record: dict[str, Any], game: ScheduledGame, ms: float) -> dict[str, Any]:
+    """``record`` as ``game``'s, each seat having taken ``ms`` for its one decision."""
+    return {**record, "game_id": game.id,
+            "timing": {"wall_ms": [[ms]] * 3, "cpu_ms": [[None]] * 3}}
+
+
 # -- the game path uses indexes ---------------------------------------------------------
 
 
@@ -136,7 +142,7 @@ def test_every_query_a_run_makes_uses_an_index(out: Path) -> None:
         for i in range(3):
             game = scheduled(i)
             store.game_started(game)
-            store.game_finished(game, {**record, "game_id": game.id}, [[1.0]] * 3)
+            store.game_finished(game, {**record, "game_id": game.id})
         assert len(list(store.iter_games(chain_order=True))) == TOTAL + 3
         assert len(list(store.iter_games())) == TOTAL + 3
         store.db.set_trace_callback(None)
@@ -175,8 +181,7 @@ def test_the_writer_thread_keeps_the_loop_running_while_sqlite_waits(out: Path) 
                 stored = trio.Event()
 
                 async def finish() -> None:
-                    await writer.game_finished(game, {**record, "game_id": game.id},
-                                               [[1.0]] * 3)
+                    await writer.game_finished(game, {**record, "game_id": game.id})
                     stored.set()
 
                 async with trio.open_nursery() as nursery:
@@ -202,7 +207,7 @@ def test_a_write_that_fails_in_the_writer_thread_reaches_the_game_s_task(out: Pa
         with Store.open(out) as store:
             async with store_writer(store) as writer:
                 with pytest.raises(StoreError, match="is not running in the store"):
-                    await writer.game_finished(scheduled(5), {"totals": [0, 0, 0]}, [])
+                    await writer.game_finished(scheduled(5), {"totals": [0, 0, 0]})
                 await writer.game_started(scheduled(6))  # the writer goes on
 
     trio.run(run)
@@ -217,23 +222,25 @@ def test_a_finished_game_is_finished_once_and_never_started_again(out: Path) -> 
     with Store.open(out) as store:
         store.game_started(game)
         store.game_started(game)  # a running game may start afresh (a lost attempt)
-        store.game_finished(game, {**record, "game_id": game.id}, [[1.0]] * 3)
+        store.game_finished(game, timed(record, game, 1.0))
         head = store.meta()["chain_head"]
         with pytest.raises(StoreError, match="is not running in the store"):
-            store.game_finished(game, {**record, "game_id": game.id}, [[2.0]] * 3)
+            store.game_finished(game, timed(record, game, 2.0))
         with pytest.raises(StoreError, match="is finished in the store already"):
             store.game_started(game)
         with pytest.raises(StoreError, match="is not running in the store"):
-            store.game_finished(game, {**record, "game_id": game.id}, [[3.0]] * 3)
+            store.game_finished(game, timed(record, game, 3.0))
         assert store.meta()["chain_head"] == head
         assert game.id in store.done_ids()
     with db(out) as conn:
         status, chain_seq = conn.execute("SELECT status, chain_seq FROM games WHERE id = ?",
                                          (game.id,)).fetchone()
-        latencies = conn.execute("SELECT ms FROM latencies WHERE game_id = ?",
-                                 (game.id,)).fetchall()
+        stored = json.loads(conn.execute("SELECT record FROM games WHERE id = ?",
+                                         (game.id,)).fetchone()[0])
+        walls = conn.execute("SELECT wall_ms FROM results WHERE game_id = ?",
+                             (game.id,)).fetchall()
     assert status == "done" and chain_seq == TOTAL
-    assert {json.loads(ms)[0] for (ms,) in latencies} == {1.0}
+    assert stored["timing"]["wall_ms"] == [[1.0]] * 3 and walls == [(1.0,)] * 3
 
 
 def test_one_process_two_stores_one_writer(out: Path) -> None:
@@ -302,10 +309,10 @@ def test_a_version_1_store_is_read_as_it_is_and_migrated_once(
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master"
                                               " WHERE type = 'index'")}
         counts = [conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                  for t in ("games", "results", "latencies")]
+                  for t in ("games", "results")]
     assert names[-1] == "record" and names.count("chain") == 1
     assert {"games_status", "games_chain", "games_unchained", "faults_game"} <= indexes
-    assert counts == [TOTAL, 3 * TOTAL, 3 * TOTAL]  # nothing cascaded away
+    assert counts == [TOTAL, 3 * TOTAL]  # nothing cascaded away
     assert main(["verify", str(out), "--head", head]) == 0
     assert capsys.readouterr().out == f"{out}: ok ({TOTAL} games), chain head {head}\n"
 
@@ -315,7 +322,7 @@ def test_a_version_1_store_resumes_after_its_migration(out: Path) -> None:
         last = [r[0] for r in conn.execute(
             "SELECT id FROM games ORDER BY chain_seq DESC LIMIT 2")]
         for game in last:
-            for table in ("results", "faults", "latencies"):
+            for table in ("results", "faults"):
                 conn.execute(f"DELETE FROM {table} WHERE game_id = ?", (game,))
             conn.execute("UPDATE games SET status = 'running', record = NULL, chain_seq ="
                          " NULL, chain_prev = NULL, chain = NULL WHERE id = ?", (game,))
@@ -430,14 +437,14 @@ def test_a_store_error_class_follows_sqlite_s_code_not_its_text(out: Path) -> No
         pages = store.db.execute("PRAGMA page_count").fetchone()[0]
         store.db.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreIOError, match="cannot write: disk full"):
-            store.game_finished(scheduled(0), {**record, "game_id": scheduled(0).id},
-                                [[1.0] * 400] * 3)
+            store.game_finished(scheduled(0), {**record, "game_id": scheduled(0).id,
+                                               "timing": {"wall_ms": [[1.0] * 400] * 3,
+                                                          "cpu_ms": [[None] * 400] * 3}})
     with db(out) as conn:
         conn.execute("CREATE TRIGGER full BEFORE UPDATE ON games BEGIN"
                      " SELECT RAISE(ABORT, 'database or disk is full'); END")
     with Store.open(out) as store, pytest.raises(StoreError) as caught:
-        store.game_finished(scheduled(0), {**record, "game_id": scheduled(0).id},
-                            [[1.0]] * 3)
+        store.game_finished(scheduled(0), {**record, "game_id": scheduled(0).id})
     assert not isinstance(caught.value, StoreIOError)
 
 

@@ -58,16 +58,19 @@ def league(played: Path, tmp_path: Path) -> Path:
 
 
 def rows_totals(db: sqlite3.Connection, bot: str) -> tuple[Any, ...]:
-    """A bot's totals the way the bot's page made them before: from every row."""
+    """A bot's totals the way the bot's page made them before: from every row (and the
+    times from every record of its games, where they are kept)."""
     games = db.execute("SELECT COUNT(DISTINCT game_id) FROM results WHERE bot = ?",
                        (bot,)).fetchone()[0]
     kinds = dict(db.execute("SELECT kind, COUNT(*) FROM faults WHERE bot = ? GROUP BY kind",
                             (bot,)).fetchall())
     walls: list[float] = []
     cpus: list[float] = []
-    for ms, cpu in db.execute("SELECT ms, cpu_ms FROM latencies WHERE bot = ?", (bot,)):
-        walls += json.loads(ms)
-        cpus += [x for x in json.loads(cpu or "[]") if x is not None]
+    for record, seat in db.execute("SELECT g.record, r.seat FROM results AS r JOIN games AS g"
+                                   " ON g.id = r.game_id WHERE r.bot = ?", (bot,)):
+        timing = json.loads(record)["timing"]
+        walls += timing["wall_ms"][seat]
+        cpus += [x for x in timing["cpu_ms"][seat] if x is not None]
     return games, kinds, len(walls), round(sum(walls), 6), len(cpus), round(sum(cpus), 6)
 
 
@@ -83,9 +86,11 @@ def finish_copy(store: Store, source: str, game: ScheduledGame,
     """Store ``game`` with the record of the stored game ``source`` (and ``faults``)."""
     record = dict(json.loads(store.db.execute("SELECT record FROM games WHERE id = ?",
                                               (source,)).fetchone()[0]))
-    record.update(game_id=game.id, faults=faults or [])
+    wall = [[1.5, 2.25], [3.0], [0.5, 0.5, 0.5]]
+    record.update(game_id=game.id, faults=faults or [],
+                  timing={"wall_ms": wall, "cpu_ms": cpu or [[None] * len(w) for w in wall]})
     store.game_started(game)
-    store.game_finished(game, record, [[1.5, 2.25], [3.0], [0.5, 0.5, 0.5]], cpu)
+    store.game_finished(game, record)
 
 
 def test_the_running_totals_are_the_rows_and_an_old_store_gets_them(league: Path) -> None:
@@ -104,7 +109,7 @@ def test_the_running_totals_are_the_rows_and_an_old_store_gets_them(league: Path
         assert expected["b2"][1] == {"timeout": 1} and expected["b0"][4] == 1
         assert {b: totals_of(store, b) for b in expected} == expected
     with closing(sqlite3.connect(out / "tournament.sqlite")) as db:  # as before them
-        for trigger in ("bot_totals_results", "bot_totals_latencies", "bot_totals_faults"):
+        for trigger in ("bot_totals_results", "bot_totals_faults"):
             db.execute(f"DROP TRIGGER {trigger}")
         db.execute("DROP TABLE bot_totals")
         db.execute("DROP TABLE bot_fault_kinds")
@@ -134,13 +139,15 @@ def bot_page_reads(store: Store) -> object:
 
 
 def old_bot_page_reads(store: Store) -> object:
-    """What it read before: every row of the bot in three tables."""
+    """What it read before: every row of the bot in three tables (the times, kept then
+    in a table of their own, are now in the records: read from there)."""
     names = ("b1",)
     games = store.db.execute("SELECT COUNT(DISTINCT game_id) FROM results WHERE bot IN (?)",
                              names).fetchone()
     kinds = store.db.execute("SELECT kind, COUNT(*) FROM faults WHERE bot IN (?)"
                              " GROUP BY kind", names).fetchall()
-    times = store.db.execute("SELECT ms, cpu_ms FROM latencies WHERE bot IN (?)",
+    times = store.db.execute("SELECT json_extract(g.record, '$.timing') FROM results AS r"
+                             " JOIN games AS g ON g.id = r.game_id WHERE r.bot IN (?)",
                              names).fetchall()
     return games, kinds, times
 
@@ -158,7 +165,7 @@ def test_a_bots_page_reads_the_same_at_100_and_25000_games(league: Path,
         assert store.bot_totals(["b1"]).games == rows_totals(store.db, "b1")[0]
         for statement in statements:  # the field (league_bots) is read whole; no table
             plan = [r[3] for r in store.db.execute(f"EXPLAIN QUERY PLAN {statement}")]
-            scans = [s for s in plan if re.match(r"SCAN (games|results|faults|latencies|"
+            scans = [s for s in plan if re.match(r"SCAN (games|results|faults|"
                                                  r"bot_totals|bot_fault_kinds)\b", s)]
             assert not scans, (statement, plan)  # of the games or their rows is scanned
         assert any("bot_totals" in s for s in statements)

@@ -134,12 +134,11 @@ class GameJob:
 
 @dataclass(frozen=True, slots=True)
 class GameOutcome:
-    """A played game: its record and each seat's figures."""
+    """A played game: its record (each decision's times in its ``timing``, their one
+    copy) and what became of its bots."""
 
     game_id: str
     record: dict[str, Any]
-    latencies_ms: list[list[float]]
-    cpu_ms: list[list[float | None]]
     bot_infos: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each external bot's hand-shake (name, version, author, protocol_version, games)."""
     restarts: dict[str, int] = field(default_factory=dict)
@@ -158,10 +157,6 @@ class GameOutcome:
         try:
             return cls(
                 game_id=_get(data, "game_id", str), record=_get(data, "record", dict),
-                latencies_ms=[[float(x) for x in seat]
-                              for seat in _get(data, "latencies_ms", list)],
-                cpu_ms=[[None if x is None else float(x) for x in seat]
-                        for seat in _get(data, "cpu_ms", list)],
                 bot_infos={str(k): dict(v) for k, v in _get(data, "bot_infos", dict).items()},
                 restarts={str(k): int(v) for k, v in _get(data, "restarts", dict).items()})
         except (TypeError, ValueError) as e:

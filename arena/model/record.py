@@ -5,7 +5,8 @@
 :class:`RecordError` at the first discrepancy, naming the round, trick and seat;
 :func:`record_problem` checks only the shape its readers rely on (results, faults, bids),
 for every record a store reads back; :func:`verify_record` checks that shape too (one
-rule: what verifies, a store reads). The
+rule: what verifies, a store reads); :func:`record_timing` is a record's ``timing``, the
+one home of a game's decision times. The
 format is documented in ``docs/records.md``. This module does no I/O.
 """
 
@@ -167,7 +168,8 @@ def verify_record(record: Any) -> None:
     bid and play for legality, every trick's leader and winner, the draws, the tricks won,
     every score, the totals and the places; then the shape :func:`record_problem` checks
     for a store (each fault names a seat of the game and a kind, ``seats`` are names,
-    ``forfeited`` has a flag per seat), so that what verifies, a store reads.
+    ``forfeited`` has a flag per seat, ``timing`` if present has a list of times per
+    seat), so that what verifies, a store reads.
     """
     fmt = _get(record, "format", "record", str)
     if fmt != FORMAT:
@@ -208,7 +210,7 @@ def verify_record(record: Any) -> None:
 
 def record_problem(record: Any, n: int) -> str | None:
     """What is wrong with a record for ``n`` seats as the leaderboard and the site read
-    it (the results, faults and bids), or None: the shape alone, cheap enough for every
+    it (the results, faults, bids and timing), or None: the shape alone, cheap enough for every
     record a store reads back. :func:`verify_record` checks the rest against the rules
     (``arena verify``)."""
     if not isinstance(record, dict):
@@ -240,7 +242,46 @@ def record_problem(record: Any, n: int) -> str | None:
         problem = _round_problem(rnd, n)
         if problem:
             return f"rounds[{i}]: {problem}"
+    if "timing" in record:
+        return _timing_problem(record["timing"], n)
     return None
+
+
+Timing = tuple[list[list[float]], list[list[float | None]]]
+"""A record's ``timing`` by seat: each decision's answer time, and the bot's CPU time for
+it (None where it was not measured), in milliseconds."""
+
+
+def record_timing(record: Mapping[str, Any], n: int) -> Timing | None:
+    """The ``timing`` of a record for ``n`` seats (checked: :class:`RecordError` if it is
+    not the shape the referee writes), or None for a record without one (one written
+    before the referee kept it, or not by the referee). The record is where a game's
+    timings live: a store keeps no other copy of them (docs/records.md)."""
+    if "timing" not in record:
+        return None
+    timing = record["timing"]
+    problem = _timing_problem(timing, n)
+    if problem is not None:
+        raise RecordError(f"record: {problem}")
+    return timing["wall_ms"], timing["cpu_ms"]
+
+
+def _timing_problem(timing: Any, n: int) -> str | None:
+    if not isinstance(timing, dict):
+        return "timing is not an object"
+    for key, nulls in (("wall_ms", False), ("cpu_ms", True)):
+        by_seat = timing.get(key)
+        if (not isinstance(by_seat, list) or len(by_seat) != n
+                or not all(_times(seat, nulls) for seat in by_seat)):
+            return (f"timing.{key} is not a list of {n} lists of "
+                    f"{'numbers or nulls' if nulls else 'numbers'}")
+    return None
+
+
+def _times(value: Any, nulls: bool) -> bool:
+    return isinstance(value, list) and all(
+        (isinstance(x, int | float) and not isinstance(x, bool)) or (nulls and x is None)
+        for x in value)
 
 
 def _round_problem(rnd: Any, n: int) -> str | None:

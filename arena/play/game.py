@@ -35,7 +35,7 @@ async def run_game(job: GameJob, players: Sequence[Player]) -> GameOutcome:
                              game_id=job.game_id, table_id=job.table_id,
                              wire_ids=job.wire_ids)
     return GameOutcome(
-        job.game_id, report.record, report.latencies_ms, report.cpu_ms,
+        job.game_id, report.record,
         bot_infos={name: bot_info(conn) for name, conn in conns.items() if conn.info},
         restarts={name: conn.restarts - before[name] for name, conn in conns.items()
                   if conn.restarts > before[name]})

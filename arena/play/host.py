@@ -19,7 +19,7 @@ same :class:`~arena.play.pool.DealsInFlight`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
 from arena.model.job import GameJob, GameOutcome
@@ -36,10 +36,7 @@ class GameStore(Protocol[G_contra]):
 
     async def game_started(self, game: G_contra) -> None: ...
 
-    async def game_finished(self, game: G_contra, record: Mapping[str, Any],
-                            latencies_ms: Sequence[Sequence[float]],
-                            cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
-        ...
+    async def game_finished(self, game: G_contra, record: Mapping[str, Any]) -> None: ...
 
 
 class Watcher(Protocol[G_contra]):
@@ -57,7 +54,7 @@ async def host_game(pools: Mapping[str, BotPool], job: GameJob, scheduled: G,
                     watcher: Watcher[G] | None = None) -> GameOutcome:
     """Host ``scheduled`` (its ``job``): lease its seats from ``pools`` (held to
     ``core``), mark it started in ``store``, play it, store it finished with its
-    record, latencies and CPU time, and release the leases whatever happens. While it
+    record (its timing in it), and release the leases whatever happens. While it
     is in flight it is entered in ``in_flight`` (the caller took it from its queue
     there). ``watcher`` is told of it seated and of its end (None: not finished)."""
     token = in_flight.enter(scheduled.deal_seed, scheduled.bots) \
@@ -68,8 +65,7 @@ async def host_game(pools: Mapping[str, BotPool], job: GameJob, scheduled: G,
             await store.game_started(scheduled)
             seated = watcher.started(scheduled, players) if watcher is not None else players
             outcome = await run_game(job, seated)
-        await store.game_finished(scheduled, outcome.record, outcome.latencies_ms,
-                                  outcome.cpu_ms)
+        await store.game_finished(scheduled, outcome.record)
     except BaseException:
         if watcher is not None:
             watcher.finished(scheduled, None)

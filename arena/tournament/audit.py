@@ -8,8 +8,9 @@ would meet later (``arena tournament`` and ``arena league`` run the quicker chec
 start and refuse such a store). Then every finished game is re-played by the rules
 (:func:`arena.model.record.verify_record`), the results chain is walked from the
 genesis to the head in ``meta`` (:mod:`arena.model.chain`), and what the leaderboard
-reads beside the records (the games table's seats, seed and schedule position, and the
-``results``, ``faults`` and ``latencies`` rows) is checked against the chained records.
+and the league's pages read beside the records (the games table's seats, seed and
+schedule position, the ``results`` rows with their sums of the seats' times, the
+``faults`` rows, and any ``latencies`` rows) is checked against the chained records.
 The first discrepancy raises :class:`AuditError` naming the game.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,6 +30,7 @@ from arena.model.record import RecordError, verify_record
 from arena.tournament.lock import RunLock
 from arena.tournament.schedule import ScheduledGame, schedule
 from arena.tournament.store import Store, StoredGame, StoreError, StoreIOError, store_error
+from arena.tournament.store_rows import timing_sums
 
 
 class AuditError(ValueError):
@@ -155,6 +158,7 @@ def _verify(store: Store, head: str | None,
     elif head is not None:
         raise AuditError("head mismatch: the store holds no chain (written before it)")
     planned = _schedule(meta, planners)
+    sums = "decisions" in {r[1] for r in store.db.execute("PRAGMA table_info(results)")}
     count = 0
     for game in store.iter_games(chain_order=True):
         where = f"game {game.id}"
@@ -164,7 +168,7 @@ def _verify(store: Store, head: str | None,
                               game.record))
             except ChainError as e:
                 raise AuditError(str(e)) from None
-        _check_game(store, game, planned, where)
+        _check_game(store, game, planned, where, sums)
         try:
             verify_record(game.record)
         except RecordError as e:
@@ -202,8 +206,9 @@ def _schedule(meta: Mapping[str, str],
 
 
 def _check_game(store: Store, game: StoredGame, planned: dict[str, ScheduledGame] | None,
-                where: str) -> None:
-    """The games, results, faults and latencies rows of ``game`` against its record."""
+                where: str, sums: bool) -> None:
+    """The games, results, faults and latencies rows of ``game`` against its record
+    (``sums``: the results rows have the sums of the seats' times, version 3)."""
     record = game.record
     if not isinstance(record, dict):
         raise AuditError(f"{where}: changed: the record is not a JSON object")
@@ -251,11 +256,35 @@ def _check_game(store: Store, game: StoredGame, planned: dict[str, ScheduledGame
         raise AuditError(f"{where}: changed: its faults rows ({len(rows)}) do not match the "
                          f"record's {len(faults)} faults")
     _check_latencies(store, game, where)
+    if sums:
+        _check_sums(store, game, where)
+
+
+def _check_sums(store: Store, game: StoredGame, where: str) -> None:
+    """The results rows' sums of each seat's times against the game's times: its
+    record's ``timing`` (a record without one: its ``latencies`` rows, their one copy,
+    as :class:`StoredGame` reads them)."""
+    want = [timing_sums(game.latencies_ms[s], game.cpu_ms[s]) for s in range(len(game.bots))]
+    rows = store.db.execute(
+        "SELECT decisions, wall_ms, cpu_decisions, cpu_ms FROM results WHERE game_id = ?"
+        " ORDER BY seat", (game.id,)).fetchall()
+    for seat, (row, sums) in enumerate(zip(rows, want, strict=False)):
+        if (row[0], row[2]) != (sums[0], sums[2]) or not all(
+                isinstance(got, int | float) and math.isclose(got, value, rel_tol=1e-12,
+                                                             abs_tol=1e-9)
+                for got, value in ((row[1], sums[1]), (row[3], sums[3]))):
+            source = ("the record's timing" if "timing" in game.record
+                      else "its latencies rows")
+            raise AuditError(f"{where}: changed: its results row for seat {seat} does not "
+                             f"hold the sums of {source}")
 
 
 def _check_latencies(store: Store, game: StoredGame, where: str) -> None:
     """The latencies rows against the record's ``timing`` (a record from before it was
-    kept cannot say, and is not checked)."""
+    kept cannot say, and is not checked). A seat without a row is not at fault: since
+    version 3 its times are kept in the record alone, and read from there."""
+    if not store.has_latencies():
+        return
     timing = game.record.get("timing")
     rows = store.db.execute("SELECT seat, bot, ms, cpu_ms FROM latencies WHERE game_id = ?",
                             (game.id,)).fetchall()
@@ -270,14 +299,14 @@ def _check_latencies(store: Store, game: StoredGame, where: str) -> None:
     for seat, name in enumerate(game.bots):
         want = (name, wall[seat] if seat < len(wall) else [],
                 cpu_ms[seat] if seat < len(cpu_ms) else None)
-        if stored.get(seat, (name, [], None)) != want:
+        if seat in stored and stored[seat] != want:
             raise AuditError(f"{where}: changed: its latencies row for seat {seat} does not "
                              f"match the record's timing")
 
 
 def _check_orphans(store: Store) -> None:
     """Rows of results, faults and latencies for a game that is not a finished one."""
-    for table in ("results", "faults", "latencies"):
+    for table in ("results", "faults", *(("latencies",) if store.has_latencies() else ())):
         # NOT EXISTS probes the games' primary key: no temporary table of every id
         row = store.db.execute(
             f"SELECT game_id FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM games AS g"

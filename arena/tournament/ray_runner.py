@@ -188,8 +188,7 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     continue
                 if game.id in done:  # played twice: the store has it once
                     continue
-                await store.game_finished(game, outcome.record, outcome.latencies_ms,
-                                          outcome.cpu_ms)
+                await store.game_finished(game, outcome.record)
                 done.add(game.id)
                 summary.played += 1
                 summary.faults += len(outcome.faults)

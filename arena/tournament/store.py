@@ -2,8 +2,9 @@
 
 It holds the tournament file as run and its hash, the bots and the versions they
 reported, and every game: table, deal seed, rotation, status, start and end time, the
-full record, per-seat results, faults, answer latencies and the bots' CPU time per
-decision. A game is written in one transaction when it finishes, so a kill -9 at any
+full record (with each decision's answer time and the bot's CPU time, its ``timing``:
+the one copy of them), per-seat results (with the sums of the seat's times) and faults.
+A game is written in one transaction when it finishes, so a kill -9 at any
 moment loses at most the games in flight and never leaves the store inconsistent. Games
 marked ``running`` when a run stopped are played again from the start by the next run.
 
@@ -26,11 +27,12 @@ it at its first write, and a second writer is refused (:class:`StoreLocked`). So
 chain is only ever extended by one process, from the head it reads in its own write
 transaction. Readers never take the lock.
 
-**Versions.** :data:`SCHEMA_VERSION` is ``"2"``: the record moved last, the indexes. A
-version-1 store (an earlier arena's) is migrated in place the first time
-:meth:`Store.open` opens it, in one transaction (see
-:func:`arena.tournament.store_schema.migrate_v1`);
-:meth:`Store.open_readonly` reads a version-1 store as it is, without migrating it.
+**Versions.** :data:`SCHEMA_VERSION` is ``"3"``: version 2 moved the record last and
+added the indexes; version 3 keeps a game's times only in its record (version 2 also
+wrote them to ``latencies``, a row per seat). A store of an earlier version is migrated
+in place the first time :meth:`Store.open` opens it, a transaction per version (see
+:func:`arena.tournament.store_schema.migrate_v1` and ``migrate_v2``);
+:meth:`Store.open_readonly` reads it as it is, without migrating it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from typing import Any
 
 from arena.model import chain
 from arena.model.errors import one_line, show
+from arena.model.record import RecordError
 from arena.tournament.lock import Held, LockError, RunLock
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store_errors import (
@@ -63,13 +66,16 @@ from arena.tournament.store_rows import (
     checked_meta,
     is_int,
     parse_json,
+    seat_sums,
     stored_game,
 )
 from arena.tournament.store_schema import (
+    LATENCIES,
     READABLE_VERSIONS,
     SCHEMA_VERSION,
     Transaction,
     has_meta,
+    has_table,
     open_writable,
 )
 
@@ -96,6 +102,7 @@ class Store:
         self._legacy = legacy
         """A version-1 store read as it is (:meth:`open_readonly`): no indexes."""
         self._chain_columns: bool | None = None
+        self._latencies: bool | None = None
 
     @classmethod
     def open(cls, folder: Path, lock: RunLock | None = None) -> Store:
@@ -152,7 +159,7 @@ class Store:
         if version not in READABLE_VERSIONS:
             store.close()
             raise StoreError(f"{path}: store schema version {one_line(version, 40)}; this "
-                             f"arena reads version {SCHEMA_VERSION} (and version 1)")
+                             f"arena reads version {SCHEMA_VERSION} (and versions 1 and 2)")
         store._legacy = version == "1"
         return store
 
@@ -318,23 +325,27 @@ class Store:
                                  f"in the store already (played twice?)")
 
     @guarded("write")
-    def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
-                      latencies_ms: Sequence[Sequence[float]],
-                      cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
-        """Store a finished game with its results, faults and latencies, atomically, and
-        link it after the chain's head (read in the same transaction). The game must be
+    def game_finished(self, game: ScheduledGame, record: Mapping[str, Any]) -> None:
+        """Store a finished game with its results and faults, atomically, and link it
+        after the chain's head (read in the same transaction). The game must be
         ``running`` (:meth:`game_started`).
 
-        ``latencies_ms`` holds each seat's answer times; ``cpu_ms`` (optional) each seat's
-        bot-process CPU time per decision, None where it was not measured (a built-in bot,
-        a machine without cgroups). Both are stored rounded to 0.001 ms. The cost does
-        not grow with the number of games stored: every statement uses an index.
+        The record's ``timing`` (each decision's answer time and CPU time, see
+        docs/records.md) is the one copy of the game's times: each seat's ``results`` row
+        gets their sums (:func:`~arena.tournament.store_rows.seat_sums`; zeros for a
+        record without one), which the running totals add up; no time is written twice.
+        The cost does not grow with the number of games stored: every statement uses an
+        index.
         """
         self.claim()
-        seats = max(len(latencies_ms), len(cpu_ms or ()))
-        forfeited = record.get("forfeited") or [False] * len(game.bots)
+        n = len(game.bots)
+        forfeited = record.get("forfeited") or [False] * n
         text = json.dumps(record, separators=(",", ":"))
         stored = json.loads(text)  # what is hashed is what is read back
+        try:
+            sums = seat_sums(stored, n)
+        except RecordError as e:
+            raise StoreError(f"{self.path}: game {game.id} finished with a {e}") from None
         with self._transaction():
             self._link_unchained()  # games of a store from before the chain
             seq, prev = self._chain_end()
@@ -348,24 +359,15 @@ class Store:
                                  f"in the store (another run reset it?)")
             self._set_head(head, seq)
             self.db.executemany(
-                "INSERT OR REPLACE INTO results (game_id, seat, bot, score, place, forfeited)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results (game_id, seat, bot, score, place, forfeited,"
+                " decisions, wall_ms, cpu_decisions, cpu_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(game.id, s, game.bots[s], record["totals"][s], record["places"][s],
-                  int(bool(forfeited[s]))) for s in range(len(game.bots))])
+                  int(bool(forfeited[s])), *sums[s]) for s in range(n)])
             self.db.executemany(
                 "INSERT INTO faults (game_id, seat, bot, round, trick, kind, detail, action)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(game.id, f["seat"], game.bots[f["seat"]], f.get("round"), f.get("trick"),
                   f["kind"], f["detail"], f["action"]) for f in record.get("faults", [])])
-            self.db.executemany(
-                "INSERT OR REPLACE INTO latencies (game_id, seat, bot, ms, cpu_ms)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [(game.id, s, game.bots[s],
-                  json.dumps([round(x, 3) for x in
-                              (latencies_ms[s] if s < len(latencies_ms) else ())]),
-                  None if cpu_ms is None or s >= len(cpu_ms) else json.dumps(
-                      [None if x is None else round(x, 3) for x in cpu_ms[s]]))
-                 for s in range(seats)])
 
     # -- what a live page reads (from the store's readers) ------------------------------
 
@@ -488,11 +490,20 @@ class Store:
         links = ("g.chain_seq, g.chain_prev, g.chain" if self._has_chain_columns()
                  else "NULL, NULL, NULL")
         cursor = self.db.execute(_SELECT_GAME.format(links=links, where=where), params)
+        legacy = self.has_latencies()
         for row in cursor:
             latencies = self.db.execute(
-                "SELECT seat, ms, cpu_ms FROM latencies WHERE game_id = ?",
-                (row[0],)).fetchall()
+                f"SELECT seat, ms, cpu_ms FROM {LATENCIES} WHERE game_id = ?",
+                (row[0],)).fetchall() if legacy else []
             yield stored_game(self.path, row, latencies)
+
+    def has_latencies(self) -> bool:
+        """Whether the store has a ``latencies`` table: a store of version 2 or earlier,
+        or of version 3 with games whose record has no ``timing`` (their times' one
+        copy)."""
+        if self._latencies is None:
+            self._latencies = has_table(self.db, LATENCIES)
+        return self._latencies
 
     @guarded("read")
     def has_links(self) -> bool:

@@ -6,6 +6,7 @@ and the column, never a traceback further on."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.model.errors import show
-from arena.model.record import record_problem
+from arena.model.record import record_problem, record_timing
 from arena.tournament.store_errors import StoreError
 
 _INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults", "tables_per_bot")
@@ -74,10 +75,11 @@ class StoredGame:
     ended_at: float
     record: dict[str, Any]
     latencies_ms: tuple[tuple[float, ...], ...]
-    """Answer latencies by seat, in milliseconds."""
+    """Answer latencies by seat, in milliseconds: the record's ``timing`` (a record from
+    before it was kept: the store's ``latencies`` rows)."""
     cpu_ms: tuple[tuple[float | None, ...], ...] = ()
     """The bot process's CPU time per decision by seat, in milliseconds (None where it was
-    not measured); a seat's tuple is empty when none was stored for it."""
+    not measured), from the same place; a seat's tuple is empty when none was kept."""
     chain_seq: int | None = None
     """The game's position in the results chain, its previous link and its link (None for
     a game written before the chain existed)."""
@@ -144,9 +146,45 @@ def check_bots(path: Path, rows: Sequence[Sequence[Any]]) -> None:
                                  f"holds {show(value)}, not what the arena writes")
 
 
+SeatSums = tuple[int, float, int, float]
+"""A seat's sums of its decision times in a game, as ``results`` holds them: decisions,
+answer time, decisions whose CPU time was measured, CPU time (milliseconds)."""
+
+
+def timing_sums(wall: Sequence[float], cpu: Sequence[float | None]) -> SeatSums:
+    """The sums of a seat's times (:data:`SeatSums`; exact sums, ``math.fsum``)."""
+    measured = [x for x in cpu if x is not None]
+    return len(wall), math.fsum(wall), len(measured), math.fsum(measured)
+
+
+def seat_sums(record: dict[str, Any], n: int) -> list[SeatSums]:
+    """The sums of each of the ``n`` seats' times in ``record`` (its ``timing``; zeros
+    for a record without one). :class:`~arena.model.record.RecordError` for a timing of
+    another shape."""
+    timing = record_timing(record, n)
+    if timing is None:
+        return [(0, 0.0, 0, 0.0)] * n
+    return [timing_sums(wall, cpu) for wall, cpu in zip(*timing, strict=True)]
+
+
+def latency_row(where: str, seat: Any, ms: Any, cpu_ms: Any,
+                ) -> tuple[list[float], list[float | None] | None]:
+    """A ``latencies`` row's seat times, parsed: its answer times and CPU times (None for
+    a NULL ``cpu_ms``); :class:`StoreError` naming ``where`` for a row the arena did not
+    write."""
+    times = parse_json(ms, where, "latencies")
+    cpu_times = None if cpu_ms is None else parse_json(cpu_ms, where, "cpu_ms")
+    if (not isinstance(seat, int) or not _numbers(times, False)
+            or (cpu_times is not None and not _numbers(cpu_times, True))):
+        raise StoreError(f"{where}: latencies of seat {show(seat)} are not lists of "
+                         f"numbers")
+    return times, cpu_times
+
+
 def stored_game(path: Path, row: Sequence[Any], latencies: Sequence[Sequence[Any]],
                 ) -> StoredGame:
-    """A row of ``games`` of the store at ``path`` and its ``latencies``, checked."""
+    """A row of ``games`` of the store at ``path``, checked, with its times: its
+    record's ``timing``, or for a record without one its rows of ``latencies``."""
     game_id = row[0]
     where = f"{path}: game {show(game_id)}"
     if not isinstance(game_id, str):
@@ -170,16 +208,16 @@ def stored_game(path: Path, row: Sequence[Any], latencies: Sequence[Sequence[Any
         raise StoreError(f"{where}: record: {problem}")
     lat: dict[int, tuple[float, ...]] = {}
     cpu: dict[int, tuple[float | None, ...]] = {}
-    for s, ms, cpu_ms in latencies:
-        times = parse_json(ms, where, "latencies")
-        cpu_times = None if cpu_ms is None else parse_json(cpu_ms, where, "cpu_ms")
-        if (not isinstance(s, int) or not _numbers(times, False)
-                or (cpu_times is not None and not _numbers(cpu_times, True))):
-            raise StoreError(f"{where}: latencies of seat {show(s)} are not lists of "
-                             f"numbers")
-        lat[s] = tuple(times)
-        if cpu_times is not None:
-            cpu[s] = tuple(cpu_times)
+    timing = record_timing(record, len(bots))  # its shape checked by record_problem
+    if timing is not None:
+        lat = {s: tuple(times) for s, times in enumerate(timing[0])}
+        cpu = {s: tuple(times) for s, times in enumerate(timing[1])}
+    else:
+        for s, ms, cpu_ms in latencies:
+            times, cpu_times = latency_row(where, s, ms, cpu_ms)
+            lat[s] = tuple(times)
+            if cpu_times is not None:
+                cpu[s] = tuple(cpu_times)
     for column, value in zip(("chain_seq", "chain_prev", "chain"), row[10:13],
                              strict=True):
         if value is not None and not isinstance(value, int if column == "chain_seq"

@@ -1,15 +1,18 @@
 """The tournament store's schema: its tables, indexes and running totals, the
 transaction every write runs in, the opening for writing (:func:`open_writable`: made if
-new, checked, migrated) and the migration of a version-1 store (:func:`migrate_v1`).
-:mod:`arena.tournament.store` uses it."""
+new, checked, migrated) and the migrations of a version-1 store (:func:`migrate_v1`) and
+a version-2 store (:func:`migrate_v2`). :mod:`arena.tournament.store` uses it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from arena.model.errors import one_line
+from arena.model.record import RecordError, record_timing
 from arena.tournament.store_errors import (
     OPEN_WAIT_S,
     Busy,
@@ -19,11 +22,11 @@ from arena.tournament.store_errors import (
     store_error,
 )
 from arena.tournament.store_readonly import check_file
-from arena.tournament.store_rows import checked_meta
+from arena.tournament.store_rows import SeatSums, checked_meta, latency_row, timing_sums
 
-SCHEMA_VERSION = "2"
-READABLE_VERSIONS = ("1", SCHEMA_VERSION)
-"""The versions :meth:`Store.open_readonly` reads (1 as it is, unmigrated)."""
+SCHEMA_VERSION = "3"
+READABLE_VERSIONS = ("1", "2", SCHEMA_VERSION)
+"""The versions :meth:`Store.open_readonly` reads (1 and 2 as they are, unmigrated)."""
 
 GAMES = """CREATE TABLE IF NOT EXISTS {name} (
     id TEXT PRIMARY KEY,
@@ -70,6 +73,10 @@ TABLES = (
     score INTEGER NOT NULL,
     place INTEGER NOT NULL,
     forfeited INTEGER NOT NULL,
+    decisions INTEGER NOT NULL DEFAULT 0,
+    wall_ms REAL NOT NULL DEFAULT 0,
+    cpu_decisions INTEGER NOT NULL DEFAULT 0,
+    cpu_ms REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (game_id, seat)
 )""",
     """CREATE TABLE IF NOT EXISTS faults (
@@ -82,15 +89,21 @@ TABLES = (
     detail TEXT NOT NULL,
     action TEXT NOT NULL
 )""",
-    """CREATE TABLE IF NOT EXISTS latencies (
-    game_id TEXT NOT NULL REFERENCES games(id) ON DELETE CASCADE,
-    seat INTEGER NOT NULL,
-    bot TEXT NOT NULL,
-    ms TEXT NOT NULL,
-    cpu_ms TEXT,
-    PRIMARY KEY (game_id, seat)
-)""",
 )
+"""A new store's tables. A game's decision times live in its record (``timing``, see
+docs/records.md); ``results`` holds each seat's sums of them (decisions, answer time,
+decisions with a CPU time, CPU time), which the running totals add up. A store of an
+earlier version may also have ``latencies`` (:data:`LATENCIES`)."""
+
+LATENCIES = "latencies"
+"""The table of each seat's time of every decision, as JSON lists (``ms``, ``cpu_ms``),
+that stores before version 3 wrote for every game. Kept, after the migration, only for
+the games whose record has no ``timing`` (written before the referee kept it): their one
+copy. A store without such games has no such table."""
+TIMING_SUMS = (("decisions", "INTEGER NOT NULL DEFAULT 0"), ("wall_ms", "REAL NOT NULL DEFAULT 0"),
+               ("cpu_decisions", "INTEGER NOT NULL DEFAULT 0"),
+               ("cpu_ms", "REAL NOT NULL DEFAULT 0"))
+"""The columns of ``results`` a version-2 store lacks: a seat's sums of its times."""
 
 INDEXES = (
     # done_ids, count_done, reset_unfinished, and finished games in schedule order
@@ -126,17 +139,10 @@ TOTALS = (
     PRIMARY KEY (bot, kind)
 )""",
     """CREATE TRIGGER IF NOT EXISTS bot_totals_results AFTER INSERT ON results BEGIN
-    INSERT INTO bot_totals (bot, games) VALUES (NEW.bot, 1)
-    ON CONFLICT (bot) DO UPDATE SET games = games + 1;
-END""",
-    """CREATE TRIGGER IF NOT EXISTS bot_totals_latencies AFTER INSERT ON latencies BEGIN
-    INSERT INTO bot_totals (bot, decisions, wall_ms, cpu_decisions, cpu_ms)
-    SELECT NEW.bot, (SELECT COUNT(value) FROM json_each(NEW.ms)),
-           (SELECT TOTAL(value) FROM json_each(NEW.ms)),
-           (SELECT COUNT(value) FROM json_each(COALESCE(NEW.cpu_ms, '[]'))),
-           (SELECT TOTAL(value) FROM json_each(COALESCE(NEW.cpu_ms, '[]')))
-    WHERE true
-    ON CONFLICT (bot) DO UPDATE SET decisions = decisions + excluded.decisions,
+    INSERT INTO bot_totals (bot, games, decisions, wall_ms, cpu_decisions, cpu_ms)
+    VALUES (NEW.bot, 1, NEW.decisions, NEW.wall_ms, NEW.cpu_decisions, NEW.cpu_ms)
+    ON CONFLICT (bot) DO UPDATE SET games = games + 1,
+        decisions = decisions + excluded.decisions,
         wall_ms = wall_ms + excluded.wall_ms,
         cpu_decisions = cpu_decisions + excluded.cpu_decisions,
         cpu_ms = cpu_ms + excluded.cpu_ms;
@@ -150,26 +156,19 @@ END""",
 )
 """Each bot's running totals (games, decisions, answer and CPU time, faults by kind),
 kept by triggers as the rows of a finished game are written, in its transaction: a bot's
-page reads a row per version, whatever the number of games (no scan of results, faults
-or latencies, no latency list parsed). The rows of a game are only ever added (a game is
-written once, when it finishes), so the totals only ever add."""
-TOTALS_NAMES = ("bot_totals", "bot_fault_kinds", "bot_totals_results",
-                 "bot_totals_latencies", "bot_totals_faults")
+page reads a row per version, whatever the number of games (no scan of results or
+faults, no record parsed). The rows of a game are only ever added (a game is written
+once, when it finishes), so the totals only ever add."""
+TOTALS_NAMES = ("bot_totals", "bot_fault_kinds", "bot_totals_results", "bot_totals_faults")
+OLD_TRIGGERS = ("bot_totals_latencies",)
+"""Triggers of version 2 (its totals' times, added from each ``latencies`` row)."""
 
 FILL_TOTALS = (
     "DELETE FROM bot_totals",
     "DELETE FROM bot_fault_kinds",
-    "INSERT INTO bot_totals (bot, games) SELECT bot, COUNT(*) FROM results GROUP BY bot",
-    """INSERT INTO bot_totals (bot, decisions, wall_ms)
-    SELECT l.bot, COUNT(j.value), TOTAL(j.value) FROM latencies AS l, json_each(l.ms) AS j
-    WHERE true GROUP BY l.bot
-    ON CONFLICT (bot) DO UPDATE SET decisions = excluded.decisions,
-        wall_ms = excluded.wall_ms""",
-    """INSERT INTO bot_totals (bot, cpu_decisions, cpu_ms)
-    SELECT l.bot, COUNT(j.value), TOTAL(j.value) FROM latencies AS l, json_each(l.cpu_ms) AS j
-    WHERE l.cpu_ms IS NOT NULL GROUP BY l.bot
-    ON CONFLICT (bot) DO UPDATE SET cpu_decisions = excluded.cpu_decisions,
-        cpu_ms = excluded.cpu_ms""",
+    "INSERT INTO bot_totals (bot, games, decisions, wall_ms, cpu_decisions, cpu_ms)"
+    " SELECT bot, COUNT(*), SUM(decisions), TOTAL(wall_ms), SUM(cpu_decisions), TOTAL(cpu_ms)"
+    " FROM results GROUP BY bot",
     "INSERT INTO bot_fault_kinds (bot, kind, n) SELECT bot, kind, COUNT(*) FROM faults"
     " GROUP BY bot, kind",
     """INSERT INTO bot_totals (bot, faults) SELECT bot, SUM(n) FROM bot_fault_kinds
@@ -196,7 +195,7 @@ def has_meta(db: sqlite3.Connection) -> bool:
 
 def has_indexes(db: sqlite3.Connection) -> bool:
     names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    wanted = {"meta", "bots", "games", "results", "faults", "latencies",
+    wanted = {"meta", "bots", "games", "results", "faults",
               *(statement.split()[5] for statement in INDEXES)}
     return wanted <= names
 
@@ -213,7 +212,7 @@ def add_totals(db: sqlite3.Connection) -> None:
     with Transaction(db):
         if has_totals(db):
             return
-        for name in TOTALS_NAMES[2:]:
+        for name in (*TOTALS_NAMES[2:], *OLD_TRIGGERS):
             db.execute(f"DROP TRIGGER IF EXISTS {name}")
         for statement in (*TOTALS, *FILL_TOTALS):
             db.execute(statement)
@@ -246,7 +245,7 @@ def migrate_v1(db: sqlite3.Connection) -> None:
             for table in ("games", *(t for t, _, _ in ADDED_COLUMNS)):
                 have[table] = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
             for table, column, declaration in ADDED_COLUMNS:
-                if column not in have[table]:
+                if have[table] and column not in have[table]:  # (a table it has)
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
             columns = ", ".join(GAME_COLUMNS)
             select = ", ".join(c if c in have["games"] else "NULL" for c in GAME_COLUMNS)
@@ -257,10 +256,91 @@ def migrate_v1(db: sqlite3.Connection) -> None:
             db.execute("ALTER TABLE games_v2 RENAME TO games")
             for statement in INDEXES:
                 db.execute(statement)
-            db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                       (SCHEMA_VERSION,))
+            db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     finally:
         db.execute("PRAGMA foreign_keys=ON")
+
+
+def migrate_v2(db: sqlite3.Connection) -> None:
+    """Turn a version-2 store into version 3, in place and in one transaction: a game's
+    times are kept once, in its record (``timing``), no longer also in ``latencies``.
+
+    ``results`` gains each seat's sums (:data:`TIMING_SUMS`), made from the record's
+    ``timing``, or, for a record without one (written before the referee kept it), from
+    the game's ``latencies`` rows. A ``latencies`` row equal to its record's ``timing``
+    for that seat (as ``arena verify`` compares them) is a second copy and is deleted;
+    the others are kept: the rows of a record without ``timing`` (their only copy), and
+    rows that differ from their record or cannot be read (``arena verify`` names them). A
+    ``latencies`` table left empty is dropped. The running totals keep the figures they
+    had (their trigger on ``latencies`` is replaced by one on ``results``, nothing is
+    added again). Every record is read once (SQLite's JSON functions, for its ``timing``
+    alone). The version is read again inside the write transaction, as in
+    :func:`migrate_v1`; a kill -9 midway leaves the version-2 store as it was."""
+    with Transaction(db):
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or row[0] != "2":
+            return  # migrated by another process meanwhile
+        have = {r[1] for r in db.execute("PRAGMA table_info(results)")}
+        for column, declaration in TIMING_SUMS:
+            if column not in have:
+                db.execute(f"ALTER TABLE results ADD COLUMN {column} {declaration}")
+        legacy = has_table(db, LATENCIES)
+        games = db.execute("SELECT id, bots, CASE WHEN json_valid(record) THEN"
+                           " json_extract(record, '$.timing') END FROM games"
+                           " WHERE status = 'done'")
+        while batch := games.fetchmany(1000):  # the timings of 1,000 games in memory
+            sums: list[tuple[int, float, int, float, str, int]] = []
+            copies: list[tuple[int]] = []
+            for game_id, bots, timing in batch:
+                rows = db.execute(f"SELECT rowid, seat, ms, cpu_ms FROM {LATENCIES} WHERE"
+                                  f" game_id = ?", (game_id,)).fetchall() if legacy else []
+                found, same = _game_sums(bots, timing, rows)
+                sums += [(*t, game_id, seat) for seat, t in found.items()]
+                copies += [(rowid,) for rowid in same]
+            db.executemany("UPDATE results SET decisions = ?, wall_ms = ?, cpu_decisions = ?,"
+                           " cpu_ms = ? WHERE game_id = ? AND seat = ?", sums)
+            if copies:
+                db.executemany(f"DELETE FROM {LATENCIES} WHERE rowid = ?", copies)
+        if legacy and db.execute(f"SELECT 1 FROM {LATENCIES} LIMIT 1").fetchone() is None:
+            db.execute(f"DROP TABLE {LATENCIES}")
+        for name in (*OLD_TRIGGERS, "bot_totals_results"):
+            db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        if has_table(db, "bot_totals") and has_table(db, "bot_fault_kinds"):
+            for statement in TOTALS:  # the new trigger on results; the rest are there
+                db.execute(statement)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                   (SCHEMA_VERSION,))
+
+
+def _game_sums(bots: Any, timing: Any, rows: list[Any],
+               ) -> tuple[dict[int, SeatSums], list[int]]:
+    """For :func:`migrate_v2`: one game's sums by seat, and the row ids of its
+    ``latencies`` rows that are copies of its record's ``timing``."""
+    try:
+        n = len(json.loads(bots))
+        times = record_timing({"timing": json.loads(timing)}, n) if timing else None
+    except (ValueError, TypeError, RecordError):
+        times = None  # not read as a store reads it: arena verify names the game
+    found: dict[int, SeatSums] = {}
+    same: list[int] = []
+    if times is not None:
+        found = {seat: timing_sums(wall, cpu)
+                 for seat, (wall, cpu) in enumerate(zip(*times, strict=True))}
+    for rowid, seat, ms, cpu_ms in rows:
+        try:
+            wall, cpu = latency_row("", seat, ms, cpu_ms)
+        except StoreError:
+            continue  # kept as it is: a reader names it
+        if times is None:
+            found[seat] = timing_sums(wall, cpu or [])
+        elif 0 <= seat < len(times[0]) and (wall, cpu) == (times[0][seat], times[1][seat]):
+            same.append(rowid)
+    return found, same
+
+
+def has_table(db: sqlite3.Connection, name: str) -> bool:
+    """Whether the store has the table ``name`` (one of ours: not a bound value)."""
+    return db.execute(f"PRAGMA table_info({name})").fetchone() is not None
 
 
 
@@ -336,17 +416,20 @@ def _open_once(folder: Path, path: Path) -> sqlite3.Connection:
         if is_busy(e):
             raise Busy(str(e)) from None
         raise store_error(e, path, "open") from None
+    version: str | None = None
     try:
         version = _version(db, path)
         if version is None:
             raise StoreError(f"{path}: not a trick-arena store (no schema version)")
         if version == "1":
             migrate_v1(db)
-            add_totals(db)
+            version = "2"
+        if version == "2":
+            migrate_v2(db)
         elif version != SCHEMA_VERSION:
             raise StoreError(f"{path}: store schema version {one_line(version, 40)}; "
                              f"this arena reads version {SCHEMA_VERSION} (and migrates "
-                             f"version 1)")
+                             f"versions 1 and 2)")
         elif not has_indexes(db):  # a table or index lost (or new): made again
             with Transaction(db):
                 for statement in (*TABLES, *INDEXES):
@@ -360,7 +443,8 @@ def _open_once(folder: Path, path: Path) -> sqlite3.Connection:
         db.close()
         if is_busy(e):
             raise Busy(str(e)) from None
-        raise store_error(e, path, "migrate the store (version 1 to 2)") from None
+        raise store_error(e, path, f"migrate the store (version {version} to "
+                                   f"{SCHEMA_VERSION})") from None
     return db
 
 

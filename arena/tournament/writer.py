@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar, cast
 
@@ -64,14 +64,11 @@ class StoreWriter:
     async def game_started(self, game: ScheduledGame) -> None:
         await self._call(lambda store: store.game_started(game))
 
-    async def game_finished(self, game: ScheduledGame, record: Mapping[str, Any],
-                            latencies_ms: Sequence[Sequence[float]],
-                            cpu_ms: Sequence[Sequence[float | None]] | None = None) -> None:
+    async def game_finished(self, game: ScheduledGame, record: Mapping[str, Any]) -> None:
         """Store a finished game; awaited shielded from cancellation, as the synchronous
         write was: a game whose play ended is stored and its task sees it stored."""
         with trio.CancelScope(shield=True):
-            await self._call(lambda store: store.game_finished(game, record, latencies_ms,
-                                                               cpu_ms))
+            await self._call(lambda store: store.game_finished(game, record))
 
     async def call(self, fn: Callable[[Store], _T]) -> _T:
         """Run ``fn(store)`` on the writer's thread and connection; its value."""
