@@ -42,6 +42,10 @@ from arena.play.seats import seat_all
 from arena.proc.connection import BotConnection, HandshakeError
 from arena.proc.logs import LogFolder
 
+DEALS_FOREVER = 1 << 62
+"""A pool's ``deals`` where its processes never run out of deals: a league's (each set
+has its own), a Ray node's for a run that did not say how many it has."""
+
 
 class DealLedger:
     """The ``deal`` invariant, in one place, for the local pool and a Ray worker alike:
@@ -431,6 +435,23 @@ class BotPool:
                     nursery.start_soon(conn.aclose)
 
 
+class RefusedPool(BotPool):
+    """The place of a bot whose pool could not start its first process: every lease
+    fails with that reason, so its seat is played as unreachable (``crash`` faults), as
+    a seat whose process cannot start (:func:`leased_players`). A league keeps one for a
+    set that must be finished; a Ray node's game host for the game in front of it."""
+
+    def __init__(self, name: str, reason: str) -> None:  # no processes: no pool's state
+        self.name = name
+        self.reason = reason
+
+    def prepare(self, deals: Sequence[int], now: int = 1) -> None:
+        """No process to start ahead."""
+
+    async def lease(self, deal: int, core: int | None = None) -> BotConnection:
+        raise HandshakeError(self.reason)
+
+
 def prepare_pools(pools: Mapping[str, BotPool], coming: Sequence[Dealt]) -> None:
     """Tell each pool the deals of its bot's coming games (``coming``: the game being
     seated now, then the next few of a runner's queue, in order), so that it starts the
@@ -444,8 +465,7 @@ def prepare_pools(pools: Mapping[str, BotPool], coming: Sequence[Dealt]) -> None
                 if i == 0:
                     now[name] = 1
     for name, pool in pools.items():
-        if isinstance(pool, BotPool):  # (a league keeps a refused bot's place too)
-            pool.prepare(deals.get(name, []), now.get(name, 0))
+        pool.prepare(deals.get(name, []), now.get(name, 0))
 
 
 @asynccontextmanager
