@@ -6,9 +6,10 @@ duplicate set, and the same deal at other tables). What a bot remembers, in memo
 in its private /tmp, then tells it nothing about the game in front of it.
 
 A :class:`DealLedger` holds the rule; a :class:`BotPool` keeps a bot's idle processes
-(frozen) for the local runner and hands one out per game: one that has not seen the
-game's deal, else a spare started ahead of need, else a new one. :class:`WorkerPools`
-does the same in a Ray worker, for the games it is given.
+(frozen) and hands one out per game: one that has not seen the game's deal, else a
+spare started ahead of need, else a new one. It is the one pool of every runner: a
+tournament, ``arena match`` and the league on this machine, and a Ray node's game host
+(:class:`~arena.play.worker.WorkerPools`) for the games it is given.
 A process that has seen every deal of the run, or that failed, is ended. ``game``
 isolation ends every process after one game; ``shared`` keeps today's single process
 per bot that serves every game, several at once (trusted bots only).
@@ -16,8 +17,7 @@ per bot that serves every game, several at once (trusted bots only).
 Start-ups happen before a game begins, never on a bot's clock.
 
 An :class:`~arena.play.bound.IdleBound` caps the processes all pools of a run keep idle
-or start ahead, together, by the machine's memory; :class:`~arena.play.worker.WorkerPools`
-keeps a Ray worker's processes under the same :class:`DealLedger`.
+or start ahead, together, by the machine's memory.
 """
 
 from __future__ import annotations
