@@ -8,10 +8,11 @@ MODE FILE OUT [MODE FILE OUT ...]'``. The scenarios run one after the other on o
 list on stdout, a report per scenario. MODE:
 
 - ``run``: one run; reports the driver's exit and output, the most games seen running
-  at once (Ray workers titled ``ray::_play_task``) and the fewest CPUs Ray had free.
+  at once (the run's game hosts, Ray actors, titled ``ray::GameHost.play`` while they
+  play one) and the fewest CPUs Ray had free.
 - ``remove-node``: the worker node is removed once some games are stored, with a game
-  task on it held in flight: its Ray worker is stopped (SIGSTOP) while it still runs the
-  task, so the game must be played again.
+  on it held in flight: its game host is stopped (SIGSTOP) while it still plays the
+  game, so the game must be played again.
 - ``kill``: the driver is killed with SIGKILL once some games are stored, then run again.
 - ``interrupt``: the driver gets SIGINT (Ctrl-C) once some games are stored; reports its
   exit and output and the bot processes left while the cluster still runs, then runs it
@@ -76,7 +77,11 @@ def _descends_from_here(pid: str) -> bool:
     return False
 
 
-def bot_count(needle: bytes) -> int:
+BOTS = (b"random_bot.py", b"page_probe.py")
+"""What the bot processes of the scenarios run (by their command lines)."""
+
+
+def bot_count(needles: tuple[bytes, ...] = BOTS) -> int:
     count = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -84,7 +89,7 @@ def bot_count(needle: bytes) -> int:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if needle in cmd and b"bwrap" not in cmd.split(b"\0")[0] \
+            if any(n in cmd for n in needles) and b"bwrap" not in cmd.split(b"\0")[0] \
                     and _descends_from_here(entry):
                 count += 1
     return count
@@ -114,10 +119,14 @@ def tasks_running(title: bytes) -> int:
     return sum(1 for parent in running.values() if parent not in running)
 
 
+PLAYING = b"GameHost.play"
+"""The title of a game host (a Ray actor of the run) while it plays a game."""
+
+
 def games_started_on(node: Any) -> set[str]:
-    """The Ray workers of ``node`` (children of its raylet) running a game task now."""
+    """The game hosts of ``node`` (children of its raylet) playing a game now."""
     raylet = str(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
-    return {pid for pid, parent in titled(b"_play_task").items() if parent == raylet}
+    return {pid for pid, parent in titled(PLAYING).items() if parent == raylet}
 
 
 def title_of(pid: str) -> bytes:
@@ -128,11 +137,11 @@ def title_of(pid: str) -> bytes:
 
 
 def hold_a_game_on(node: Any) -> str | None:
-    """A Ray worker of ``node`` stopped (SIGSTOP) in the middle of a game task, or None.
+    """A game host of ``node`` stopped (SIGSTOP) in the middle of a game, or None.
 
-    Ray titles a worker ``ray::_play_task`` while the task's function runs and retitles
-    it ``ray::IDLE`` as the function returns, before the result is stored or sent. So a
-    worker that still bears the title once all its threads have stopped holds a game
+    Ray titles an actor's worker ``ray::GameHost.play`` while the method runs and
+    retitles it ``ray::GameHost`` as the method returns, before the result is stored or
+    sent. So a host that still bears the title once all its threads have stopped holds a game
     whose result cannot reach the driver: it is in flight, whatever the machine's load
     (which once slowed this loop past a "task just begun" window, so the node never
     went; and a title read just before a task ended once let the node go with nothing
@@ -145,7 +154,7 @@ def hold_a_game_on(node: Any) -> str | None:
         until = time.monotonic() + 5
         while not threads_stopped(int(pid)) and time.monotonic() < until:
             time.sleep(0.005)
-        if threads_stopped(int(pid)) and title_of(pid).startswith(b"ray::_play_task"):
+        if threads_stopped(int(pid)) and title_of(pid).startswith(b"ray::" + PLAYING):
             return pid
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGCONT)
@@ -187,7 +196,7 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
     deadline = time.monotonic() + DEADLINE_S
     acted = False
     while driver.poll() is None and time.monotonic() < deadline:
-        running = tasks_running(b"_play_task")
+        running = tasks_running(PLAYING)
         most = max(most, running)
         fewest_cpus = min(fewest_cpus, ray.available_resources().get("CPU", 0.0))
         if mode == "remove-node" and not acted:
@@ -208,10 +217,10 @@ def scenario(cluster: Cluster, worker: Any, mode: str, file: str, out: Path) -> 
                               stopped_stderr=stopped_err[-2000:],
                               kept=done_games(out))
                 until = time.monotonic() + 10
-                while bot_count(b"random_bot.py") and time.monotonic() < until:
+                while bot_count() and time.monotonic() < until:
                     time.sleep(0.1)
-                report["bots_left_after_stop"] = bot_count(b"random_bot.py")
-                report["tasks_left_after_stop"] = tasks_running(b"_play_task")
+                report["bots_left_after_stop"] = bot_count()
+                report["tasks_left_after_stop"] = tasks_running(PLAYING)
                 driver = start_driver(file, str(out), cluster.address)
                 acted = True
             elif mode == "kill":
@@ -257,9 +266,9 @@ def main() -> None:
         ray.shutdown()
         cluster.shutdown()
     deadline = time.monotonic() + 10
-    while bot_count(b"random_bot.py") and time.monotonic() < deadline:
+    while bot_count() and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = bot_count(b"random_bot.py")
+    left = bot_count()
     for report in reports:
         report["bots_left"] = left  # bots kept by Ray's workers end with the cluster
     print(json.dumps(reports))

@@ -1,6 +1,6 @@
 """A game as a job: GameJob/GameOutcome survive JSON unchanged, bad JSON is refused naming
-the field, and a job played with fresh bot processes (what a Ray task does) stores the
-same game as the local runner with its pooled processes."""
+the field, and a job played by a Ray node's game host (its own pools, :class:`WorkerPools`)
+stores the same game as the local runner with its pooled processes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.model.job import GameJob, GameOutcome, JobError, SeatJob
-from arena.play.game import run_game_blocking
 from arena.play.worker import WorkerPools
 from arena.proc.connection import BotConnection
 from arena.tournament.config import load_config
@@ -48,7 +48,8 @@ jobs = st.builds(
     wire_ids=st.tuples(text, text), seats=st.lists(seats, min_size=1, max_size=6).map(tuple),
     move_ms=st.integers(1, 10**6), bank_ms=st.integers(0, 10**6),
     max_faults=st.integers(0, 100), startup_ms=st.integers(1, 10**6),
-    isolation=st.sampled_from(["deal", "game", "shared"]), log_dir=text, cwd=text)
+    isolation=st.sampled_from(["deal", "game", "shared"]), log_dir=text, cwd=text,
+    deals=st.integers(0, 10**6))
 
 outcomes = st.builds(
     GameOutcome, game_id=text,
@@ -108,10 +109,13 @@ def tournament(bot: str) -> str:
         ("random", "random"), ("random2", "random")], move_ms=3000)
 
 
-def test_fresh_processes_play_the_same_games_as_the_local_runner(
+def test_a_node_s_pools_play_the_same_games_as_the_local_runner(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """The local runner (pooled processes) and run_game_blocking (processes started for
-    the one game, as on a Ray node) store identical records for every game."""
+    """The local runner and a Ray node's game host (:class:`WorkerPools`: the same
+    :class:`~arena.play.pool.BotPool`, kept in the host's own loop) store identical
+    records for every game: under ``game`` isolation with a process for each game, and
+    under ``deal`` with processes kept between games, never on a deal twice and
+    reclaimed after each game they are kept for, as a local run's pool does."""
     sockets = Path(tempfile.mkdtemp(prefix="arena-j-"))
     request.addfinalizer(lambda: shutil.rmtree(sockets, ignore_errors=True))
     env = dict(os.environ, TMPDIR=str(sockets))
@@ -132,51 +136,54 @@ def test_fresh_processes_play_the_same_games_as_the_local_runner(
     os.chdir(REPO)  # the bots' commands are relative to the repository
     old_tmp = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = str(sockets)
+    reclaimed: list[str] = []
+    held: list[str] = []
+    real_reclaim = BotConnection.reclaim
+
+    async def counted(self: BotConnection) -> str | None:
+        reclaimed.append(self.name)
+        found = await real_reclaim(self)
+        if found is not None:
+            held.append(found)
+        return found
+
     try:
         config = load_config(file, out)
         by_name = seat_jobs(config)
-        for scheduled in games_of(config, seed):
-            job = GameJob.from_json(job_of(config, seed, scheduled, by_name).to_json())
-            outcome = run_game_blocking(job)
-            assert outcome.game_id == scheduled.id
-            # the same game move for move; only the measured times differ
-            assert ({**outcome.record, "timing": None}
-                    == {**stored[scheduled.id], "timing": None}), scheduled.id
-            assert outcome.bot_infos["py-random"]["name"] == "random-py"
-            assert outcome.restarts == {}
-            assert len(outcome.record["timing"]["wall_ms"]) == 4
-        # processes kept between games (a Ray worker's): the same games, fewer processes,
-        # none plays a deal twice, and each is reclaimed after every game, as a local
-        # run's pool does (the page cache its game brought in goes before its next one)
-        reclaimed: list[str] = []
-        held: list[str] = []
-        real_reclaim = BotConnection.reclaim
 
-        async def counted(self: BotConnection) -> str | None:
-            reclaimed.append(self.name)
-            found = await real_reclaim(self)
-            if found is not None:
-                held.append(found)
-            return found
+        def play_all(isolation: str, logs: Path) -> None:
+            host = WorkerPools()
+            try:
+                for scheduled in games_of(config, seed):
+                    job = GameJob.from_json(job_of(config, seed, scheduled, by_name).to_json())
+                    assert job.deals == 2
+                    outcome = host.play(replace(job, isolation=isolation, log_dir=str(logs)))
+                    assert outcome.game_id == scheduled.id
+                    # the same game move for move; only the measured times differ
+                    assert ({**outcome.record, "timing": None}
+                            == {**stored[scheduled.id], "timing": None}), scheduled.id
+                    assert outcome.bot_infos["py-random"]["name"] == "random-py"
+                    assert outcome.restarts == {}
+                    assert len(outcome.record["timing"]["wall_ms"]) == 4
+            finally:
+                host.close()
 
         BotConnection.reclaim = counted  # type: ignore[method-assign]
-        kept = WorkerPools()
-        logs = tmp_path / "kept-logs"
-        try:
-            for scheduled in games_of(config, seed):
-                job = job_of(config, seed, scheduled, by_name)
-                outcome = kept.play(job, logs)
-                assert ({**outcome.record, "timing": None}
-                        == {**stored[scheduled.id], "timing": None}), scheduled.id
-        finally:
-            kept.close()
-            BotConnection.reclaim = real_reclaim  # type: ignore[method-assign]
-        # 8 games, 2 deals each: 4 processes, and one more for each the reclaim found
-        # still holding pages (ended, as a local pool ends it: the kernel may leave a
-        # page it could not drop on a loaded machine; an honest bot holds none)
-        assert len(list(logs.glob("py-random*.log"))) == 4 + len(held), held
-        assert reclaimed == ["py-random"] * 8  # after each of its 8 games
+        play_all("game", tmp_path / "game-logs")
+        # a process for each game, ended after it (none kept, so none reclaimed to keep)
+        assert len(list((tmp_path / "game-logs").glob("py-random*.log"))) == 8
+        assert reclaimed == []
+        play_all("deal", tmp_path / "deal-logs")
+        # 8 games over 2 deals, in the schedule's order (each deal's 4 rotations): 4
+        # processes, each kept after its game of the first deal (reclaimed then), ended
+        # after its game of the second (it has seen every deal); and one more for each
+        # the reclaim found still holding pages (ended, as a local pool ends it: the
+        # kernel may leave a page it could not drop on a loaded machine; an honest bot
+        # holds none)
+        assert len(list((tmp_path / "deal-logs").glob("py-random*.log"))) == 4 + len(held), held
+        assert reclaimed == ["py-random"] * 4
     finally:
+        BotConnection.reclaim = real_reclaim  # type: ignore[method-assign]
         os.chdir(cwd)
         if old_tmp is None:
             os.environ.pop("TMPDIR", None)

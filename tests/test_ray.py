@@ -6,7 +6,10 @@ through tests/ray_cluster.py, which plays every scenario on one cluster (a start
 seconds) and reports JSON. Checked: the same games as a local run; bots reaching the nodes
 through ``working_dir``; resume after the driver is killed with SIGKILL or stopped with
 Ctrl-C; a node removed mid-run (every game stored once, the retry counted, not a bot's
-fault); one CPU per game. Skips only where ``ray`` cannot be imported.
+fault); one CPU per game; and the rules of a local run, told by a bot's own trace: no
+two games of one deal with the bot in flight at once, a process never on a deal twice,
+kept between games and reclaimed after each. Skips only where ``ray`` cannot be
+imported.
 """
 
 from __future__ import annotations
@@ -22,10 +25,15 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import REPO, tournament_toml
+from conftest import REPO, TEST_BOTS, tournament_toml
+
+from arena.proc.cgroup import limit_mechanism
+from arena.proc.tasks import has_swap
+from arena.tournament.runner import wire_ids
 
 try:
     import ray  # noqa: F401
@@ -34,6 +42,11 @@ except ImportError:
         raise
     pytest.skip("ray is not installed (pip install 'trick-arena[ray]')",
                 allow_module_level=True)
+
+# the cluster fixture plays six runs on one cluster (its start and each driver's some
+# 20 s in a network namespace, each run's games some 10-40 s): past the suite's 300 s
+# for the test that sets it up; a hang is ended by the namespace's own timeout
+pytestmark = pytest.mark.timeout(900)
 
 def tournament(bot: str) -> str:
     """Trumps for four at one table, four deals: a bot process, the built-in heuristic
@@ -47,6 +60,31 @@ def tournament(bot: str) -> str:
 
 
 TOTAL = 1 * 4 * 4  # tables x deals x rotations
+
+
+def probe_tournament(folder: Path, name: str, seats: int, deals: int,
+                     probes: tuple[str, ...]) -> Path:
+    """Trumps, a round robin of ``probes`` (tests/bots/page_probe.py, run unsandboxed:
+    it counts its own file's pages in the page cache) and built-in bots, four in all,
+    at ``seats`` seats over ``deals`` deals. Each probe's trace: ``NAME-BOT.jsonl``
+    beside the file."""
+    pages = folder / f"{name}-pages"
+    pages.mkdir()
+    specs = {bot: "cmd:" + " ".join([
+        "python", str(TEST_BOTS / "page_probe.py"), "--trace",
+        str(folder / f"{name}-{bot}.jsonl"), "--pages", str(pages), "--pace", "0.05"])
+        for bot in probes}
+    field = [*specs.items(), ("heuristic", "heuristic"), ("random", "random"),
+             ("random2", "random")][:4]
+    text = tournament_toml(f"ray-{name}", "trumps", seats, 4712, deals, field, move_ms=3000)
+    for spec in specs.values():
+        text = text.replace(f"spec = {json.dumps(spec)}",
+                            f"spec = {json.dumps(spec)}\nsandbox = false")
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
 SOCKETS = Path(tempfile.mkdtemp(prefix="arena-r-"))
 # every xdist worker imports this module, only one runs it: each removes its own
 atexit.register(shutil.rmtree, SOCKETS, ignore_errors=True)
@@ -136,6 +174,11 @@ def cluster(tournament_file: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     # one uninterrupted run, the bots copied through working_dir; the other scenarios
     # give the bots by their path on the machine's file system
     runs = {"working_dir": ("run", wd_file),
+            # the rules of a local run, told by the bots: one deal, two probes with
+            # tables of their own as well as tables together (12 games); three deals at
+            # one table of four (12 games), for processes kept between games
+            "deal-rule": ("run", probe_tournament(folder, "deal-rule", 3, 1, ("p", "q"))),
+            "kept": ("run", probe_tournament(folder, "kept", 4, 3, ("p",))),
             "kill": ("kill", tournament_file), "interrupt": ("interrupt", tournament_file),
             "remove-node": ("remove-node", tournament_file)}
     reports = in_namespace(*((mode, file, folder / name) for name, (mode, file)
@@ -183,9 +226,93 @@ def test_two_games_of_one_deal_with_a_bot_in_common_are_never_in_flight_at_once(
     assert same_deal == []
 
 
+def probe_trace(cluster: dict[str, tuple[Path, dict[str, Any]]], name: str, games: int
+                ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Run ``name`` (of ``games`` games), checked: every call its probes were asked
+    (``bot``; the process, the game's id as the bot was sent it, when), and the deal
+    seed of each game by that id (the store's games, under the store's seed)."""
+    out, report = cluster[name]
+    finished(report)
+    assert retries(report["stdout"]) == 0
+    db = sqlite3.connect(f"file:{out / 'tournament.sqlite'}?mode=ro", uri=True)
+    try:
+        seed = int(db.execute("SELECT value FROM meta WHERE key = 'seed'").fetchone()[0])
+        rows = db.execute("SELECT id, deal_seed FROM games WHERE status = 'done'").fetchall()
+    finally:
+        db.close()
+    assert len(rows) == games
+    deal_of = {wire_ids(seed, SimpleNamespace(id=game_id))[0]: deal  # type: ignore[arg-type]
+               for game_id, deal in rows}
+    calls = [{**json.loads(line), "bot": trace.stem.removeprefix(f"{name}-")}
+             for trace in sorted(out.parent.glob(f"{name}-*.jsonl"))
+             for line in trace.read_text().splitlines()]
+    assert {c["game"] for c in calls} <= set(deal_of)
+    return calls, deal_of
+
+
+def spans(calls: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float]]:
+    """Each game of each probe (bot, game): from its first call to its last."""
+    found: dict[tuple[str, str], tuple[float, float]] = {}
+    for call in calls:
+        key = (call["bot"], call["game"])
+        first, last = found.get(key, (call["t"], call["t"]))
+        found[key] = (min(first, call["t"]), max(last, call["t"]))
+    return found
+
+
+def test_a_bot_never_plays_one_deal_in_two_games_at_once_on_the_cluster(
+        cluster: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    """The rule between games in flight (:class:`arena.play.pool.DealsInFlight`), kept
+    by the driver for every node, told by the bots: from a probe's first call of a game
+    to its last, no call of another game came to it, on either node (every game is of
+    the one deal); yet the two probes, at tables of their own, did play the deal at
+    once (the rule is about a bot in common, not one game at a time). Without the rule
+    (the driver's ``flight.take`` taking the queue's first game whatever is in flight)
+    the first two games, both with both probes, go to the two hosts at once, and this
+    fails."""
+    calls, _ = probe_trace(cluster, "deal-rule", 4 * 3)
+    found = spans(calls)
+    assert len(found) == 2 * 3 * 3  # each probe at 3 tables, 3 rotations
+    probes_in: dict[str, set[str]] = {}
+    for bot, game in found:
+        probes_in.setdefault(game, set()).add(bot)
+    overlaps = [(a, b) for i, a in enumerate(sorted(found)) for b in sorted(found)[i + 1:]
+                if a[1] != b[1] and found[a][0] <= found[b][1] and found[b][0] <= found[a][1]]
+    # two games at once with a probe in common (all of the one deal)
+    clashes = [(a, b) for a, b in overlaps if probes_in[a[1]] & probes_in[b[1]]]
+    assert clashes == [], clashes
+    assert overlaps, found  # a game of p alone beside one of q alone
+
+
+def test_a_node_keeps_a_bot_s_processes_by_the_rules_of_a_local_run(
+        cluster: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    """A game host keeps the bot's processes between its games, in the pools of a local
+    run: a process never plays a deal twice, and its cgroup is reclaimed after each
+    game it is kept for. The probe counts, at each game's first call, its own file's
+    pages in the page cache, which it read whole in its last game: none are left, so
+    they went with its cgroup's reclaim (with ``ARENA_NO_RECLAIM=1`` on the cluster a
+    kept process finds nearly all of them, and this fails)."""
+    calls, deal_of = probe_trace(cluster, "kept", 4 * 3)
+    firsts = sorted((c for c in calls if "resident" in c), key=lambda c: c["t"])
+    assert len(firsts) == 4 * 3  # the probe is in every game
+    by_process: dict[int, list[dict[str, Any]]] = {}
+    for call in firsts:
+        by_process.setdefault(call["pid"], []).append(call)
+    for games_of_process in by_process.values():
+        deals = [deal_of[c["game"]] for c in games_of_process]
+        assert len(deals) == len(set(deals)), games_of_process  # never a deal twice
+    kept = [c for games_of_process in by_process.values() for c in games_of_process[1:]]
+    assert kept, "no process played two games: the hosts kept none"
+    if not limit_mechanism().cgroups:
+        pytest.skip("no cgroups here: nothing to reclaim with")
+    if has_swap():
+        pytest.skip("swap in use: the reclaim waits for a process's end (cgroup_memory)")
+    assert [c for c in kept if c["resident"] != 0] == [], kept
+
+
 def test_one_cpu_per_game(ray_run: tuple[Path, dict[str, Any]]) -> None:
-    """Two nodes of one CPU each: never more than two games at once (Ray workers
-    running a game task, by their process title), and the games held every CPU."""
+    """Two nodes of one CPU each: never more than two games at once (the run's game
+    hosts playing one, by their process title), and the games held every CPU."""
     _, report = ray_run
     assert report["most_at_once"] == 2
     assert report["fewest_free_cpus"] == 0

@@ -17,8 +17,8 @@ import arena.proc.supervise as supervise
 from arena.model.job import GameJob, SeatJob
 from arena.model.limits import Confinement, Limits
 from arena.model.spec import BotSpec
-from arena.play.game import fresh_players
 from arena.play.pool import BotPool
+from arena.play.worker import WorkerPools
 from arena.proc.cgroup import Cgroup, limit_mechanism
 
 RANDOM_PY = bot_cmd(SAMPLE_BOTS / "random_bot.py")
@@ -81,22 +81,23 @@ def test_a_process_ended_at_its_release_is_reclaimed_before_the_release_returns(
     run_trio(main)
 
 
-def test_a_job_s_own_processes_are_reclaimed_before_the_job_ends(
+def test_a_node_s_processes_ended_after_a_game_are_reclaimed_before_it_returns(
         arena_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The processes a Ray task starts for its game (:func:`fresh_players`) are
-    reclaimed before the task returns: its next task may seat the same bot."""
+    """A Ray node's game host (:class:`WorkerPools`, the same pools) under ``game``
+    isolation ends each process after its game, reclaimed before :meth:`play` returns:
+    the host's next game may seat the same bot."""
     needs_cgroups()
     reclaims = Reclaims(monkeypatch)
     seat = SeatJob("a", "cmd", RANDOM_PY.removeprefix("cmd:"),
                    limits=(("memory_mb", 512),))
-    job = GameJob("wizard", {}, 7, "t0-d0-r0", "t0", ("a", "b"), (seat, seat, seat))
-
-    async def main() -> None:
-        async with fresh_players(job, arena_sandbox.tmp) as players:
-            assert len(players) == 3
-
-    run_trio(main)
-    done = reclaims.taken()
+    job = GameJob("wizard", {"players": 3}, 7, "t0-d0-r0", "t0", ("a", "b"),
+                  (seat, seat, seat), isolation="game", log_dir=str(arena_sandbox.tmp / "logs"))
+    host = WorkerPools()
+    try:
+        host.play(job)
+        done = reclaims.taken()
+    finally:
+        host.close()
     assert len(done) == 3 and "bot-cgroup-end" not in done, done
 
 

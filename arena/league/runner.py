@@ -72,7 +72,13 @@ from arena.model.job import GameOutcome, SeatJob
 from arena.model.spec import command_args
 from arena.play.bound import IdleBound
 from arena.play.host import host_game
-from arena.play.pool import BotPool, DealsInFlight, prepare_pools
+from arena.play.pool import (
+    DEALS_FOREVER,
+    BotPool,
+    DealsInFlight,
+    RefusedPool,
+    prepare_pools,
+)
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
@@ -82,9 +88,6 @@ from arena.tournament.runner import job_of, stop_on_signal
 from arena.tournament.schedule import ScheduledGame
 from arena.tournament.store import Store
 from arena.tournament.writer import StoreWriter, store_writer
-
-DEALS_FOREVER = 1 << 62
-"""A league's processes never run out of deals: each set has its own."""
 
 
 @dataclass(slots=True)
@@ -98,18 +101,6 @@ class LeagueSummary:
     requests: int = 0
     update_ms: list[float] = field(default_factory=list)
     """The live ratings' update time after each whole set (its last game), milliseconds."""
-
-
-class _Refused(BotPool):
-    """The pool of a bot that could not start: every lease fails, so its seat in a set
-    that must be finished is played as unreachable (``crash`` faults, then forfeited)."""
-
-    def __init__(self, name: str, reason: str) -> None:  # no processes: no pool's state
-        self.name = name
-        self.reason = reason
-
-    async def lease(self, deal: int, core: int | None = None) -> Any:
-        raise HandshakeError(self.reason)
 
 
 Event = Callable[[str], None]
@@ -256,7 +247,7 @@ class League:
                 info = await pool.open(base.game)
             except HandshakeError as e:
                 reason = f"failed to start in the run: {e}"
-                self.pools[bot.name] = _Refused(bot.name, str(e))
+                self.pools[bot.name] = RefusedPool(bot.name, str(e))
                 await self.writer.call(lambda s: retire(s, bot.name, reason))
                 self._retired(bot.name, reason)
                 self.on_event(f"bot {bot.name} retired: {reason}")
@@ -459,9 +450,8 @@ class League:
         while True:
             # never a game that meets one in flight on its deal and a bot
             if (game := self.flight.take(self.queue)) is not None:
-                prepare_pools({n: p for n, p in self.pools.items() if isinstance(p, BotPool)},
-                              [game, *islice(self.queue,
-                                             self.base.pool.resolved(self.base.concurrency)[2])])
+                prepare_pools(self.pools, [game, *islice(
+                    self.queue, self.base.pool.resolved(self.base.concurrency)[2])])
                 return game
             if self.stop and not self.queue:
                 return None

@@ -2,7 +2,8 @@
 
 A :class:`GameJob` is a plain, frozen description (standard library types only) that
 crosses a process or machine boundary as JSON: the local runner plays it with pooled bot
-processes, a Ray task plays it with fresh ones (:func:`arena.play.game.run_game_blocking`).
+processes, a Ray node's game host with pools of its own
+(:class:`arena.play.worker.WorkerPools`).
 A :class:`GameOutcome` carries the finished game back to the driver, the store's only
 writer. This module imports nothing but the standard library and :mod:`arena.model`.
 """
@@ -96,6 +97,14 @@ class GameJob:
     cwd: str = ""
     """The folder bot commands are relative to, where it exists on the node ("" : the
     node's own working folder, e.g. Ray's ``working_dir``)."""
+    deals: int = 0
+    """How many different deals the run has (0: not known): a node's pool ends a process
+    that has seen them all, as a local pool does."""
+
+    @property
+    def bots(self) -> tuple[str, ...]:
+        """Bot names by seat (as a scheduled game has them)."""
+        return tuple(seat.name for seat in self.seats)
 
     def to_json(self) -> str:
         return json.dumps(_plain(self), separators=(",", ":"), sort_keys=True)
@@ -125,7 +134,8 @@ class GameJob:
                 bank_ms=_get(data, "bank_ms", int), max_faults=_get(data, "max_faults", int),
                 startup_ms=_get(data, "startup_ms", int),
                 isolation=_get(data, "isolation", str), log_dir=_get(data, "log_dir", str),
-                cwd=_get(data, "cwd", str))
+                cwd=_get(data, "cwd", str),
+                deals=_get(data, "deals", int) if "deals" in data else 0)
         except (TypeError, ValueError, IndexError, AttributeError) as e:
             if isinstance(e, JobError):
                 raise

@@ -1,4 +1,5 @@
-"""The one way a game is hosted, whoever runs it (a tournament, ``arena match``, a league):
+"""The one way a game is hosted, whoever runs it (a tournament, ``arena match``, a league,
+a Ray node's game host):
 its seats leased from the bots' pools, the game marked started in the store, played,
 stored finished, the leases released. The isolation rules live in what it uses, so no
 runner can leave one out:
@@ -12,9 +13,12 @@ runner can leave one out:
   which :func:`host_game` enters and leaves around the game);
 - the game's bots are held to the core of its slot (where cgroups allow).
 
-A Ray worker plays with processes of its own (:class:`~arena.play.worker.WorkerPools`,
-under the same ledger, reclaim and held-pages rule), and the driver dispatches from the
-same :class:`~arena.play.pool.DealsInFlight`.
+On a Ray cluster the same rules hold by the same code: the driver
+(:mod:`arena.tournament.ray_runner`) gives a game to a node only when
+:class:`~arena.play.pool.DealsInFlight` lets it, enters it there while it is in
+flight, and stores it; the node's game host (:class:`~arena.play.worker.GameHost`)
+hosts it with :func:`host_game`, its seats leased from pools of its own (its store the
+driver's: nothing is stored on the node).
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ duplicate set, and the same deal at other tables). What a bot remembers, in memo
 in its private /tmp, then tells it nothing about the game in front of it.
 
 A :class:`DealLedger` holds the rule; a :class:`BotPool` keeps a bot's idle processes
-(frozen) for the local runner and hands one out per game: one that has not seen the
-game's deal, else a spare started ahead of need, else a new one. :class:`WorkerPools`
-does the same in a Ray worker, for the games it is given.
+(frozen) and hands one out per game: one that has not seen the game's deal, else a
+spare started ahead of need, else a new one. It is the one pool of every runner: a
+tournament, ``arena match`` and the league on this machine, and a Ray node's game host
+(:class:`~arena.play.worker.WorkerPools`) for the games it is given.
 A process that has seen every deal of the run, or that failed, is ended. ``game``
 isolation ends every process after one game; ``shared`` keeps today's single process
 per bot that serves every game, several at once (trusted bots only).
@@ -16,8 +17,7 @@ per bot that serves every game, several at once (trusted bots only).
 Start-ups happen before a game begins, never on a bot's clock.
 
 An :class:`~arena.play.bound.IdleBound` caps the processes all pools of a run keep idle
-or start ahead, together, by the machine's memory; :class:`~arena.play.worker.WorkerPools`
-keeps a Ray worker's processes under the same :class:`DealLedger`.
+or start ahead, together, by the machine's memory.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ from arena.play.referee import Player
 from arena.play.seats import seat_all
 from arena.proc.connection import BotConnection, HandshakeError
 from arena.proc.logs import LogFolder
+
+DEALS_FOREVER = 1 << 62
+"""A pool's ``deals`` where its processes never run out of deals: a league's (each set
+has its own), a Ray node's for a run that did not say how many it has."""
 
 
 class DealLedger:
@@ -431,6 +435,23 @@ class BotPool:
                     nursery.start_soon(conn.aclose)
 
 
+class RefusedPool(BotPool):
+    """The place of a bot whose pool could not start its first process: every lease
+    fails with that reason, so its seat is played as unreachable (``crash`` faults), as
+    a seat whose process cannot start (:func:`leased_players`). A league keeps one for a
+    set that must be finished; a Ray node's game host for the game in front of it."""
+
+    def __init__(self, name: str, reason: str) -> None:  # no processes: no pool's state
+        self.name = name
+        self.reason = reason
+
+    def prepare(self, deals: Sequence[int], now: int = 1) -> None:
+        """No process to start ahead."""
+
+    async def lease(self, deal: int, core: int | None = None) -> BotConnection:
+        raise HandshakeError(self.reason)
+
+
 def prepare_pools(pools: Mapping[str, BotPool], coming: Sequence[Dealt]) -> None:
     """Tell each pool the deals of its bot's coming games (``coming``: the game being
     seated now, then the next few of a runner's queue, in order), so that it starts the
@@ -444,8 +465,7 @@ def prepare_pools(pools: Mapping[str, BotPool], coming: Sequence[Dealt]) -> None
                 if i == 0:
                     now[name] = 1
     for name, pool in pools.items():
-        if isinstance(pool, BotPool):  # (a league keeps a refused bot's place too)
-            pool.prepare(deals.get(name, []), now.get(name, 0))
+        pool.prepare(deals.get(name, []), now.get(name, 0))
 
 
 @asynccontextmanager

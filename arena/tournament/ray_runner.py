@@ -1,10 +1,15 @@
 """Running a tournament's games on a Ray cluster; the driver stays the store's only writer.
 
-Each game is a Ray task asking for one CPU, so a node never plays more games at once than
-it has cores; the task starts the game's bots (sandboxed, limits applied) on the node that
-plays it (:func:`arena.play.game.run_game_blocking`) and returns the outcome as JSON. A game
-lost to the cluster (a worker or node that died) is played again from its start, up to
-``[cluster] retries`` times: the driver resubmits it, counts it, and never blames a bot.
+The games are hosted by the run's game hosts (:class:`arena.play.worker.GameHost`), Ray
+actors of one CPU each, one a CPU of the cluster, so a node never plays more games at
+once than it has cores. A host plays one game at a time with the bot processes it keeps
+for the run, in the pools a local run leases from (sandboxed, limits applied, never a
+deal twice in a process, reclaimed between games), and returns the outcome as JSON; the
+driver gives a game to a free host only when no game in flight shares its deal and a
+bot (:class:`arena.play.pool.DealsInFlight`, as a local run), and closes the hosts at
+the end of the run. A game lost to the cluster (a host or node that died) is played
+again from its start, up to ``[cluster] retries`` times: the driver resubmits it, counts
+it, never blames a bot, and starts a host in the lost one's place.
 Ray is optional: ``pip install 'trick-arena[ray]'``.
 """
 
@@ -24,7 +29,7 @@ from arena.model.errors import one_line
 from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.play.game import hello_blocking
 from arena.play.pool import DealsInFlight
-from arena.play.worker import run_game_kept
+from arena.play.worker import GameHost
 from arena.tournament.config import TournamentConfig
 from arena.tournament.preamble import TournamentError, run_framed
 from arena.tournament.runner import (
@@ -51,11 +56,6 @@ def import_ray() -> Any:
     except ImportError as e:
         raise TournamentError(f"--ray needs Ray, which is not installed here ({e}); "
                               f"install it with: {INSTALL}") from None
-
-
-def _play_task(job_json: str) -> str:
-    """What a Ray task runs: one game, with the bot processes this worker keeps."""
-    return run_game_kept(GameJob.from_json(job_json)).to_json()
 
 
 def _hello_task(seat_json: str, game: str, startup_ms: int) -> dict[str, object]:
@@ -139,12 +139,78 @@ async def _hello_all(ray: Any, config: TournamentConfig, store: Store) -> None:
     register_builtins(config, store, errors)
 
 
+class _Hosts:
+    """The run's game hosts on the cluster: ``count`` Ray actors of
+    :class:`~arena.play.worker.GameHost`, each with the bot processes it keeps for the
+    run. :attr:`idle` are up and free; :attr:`starting` maps each one on its way (its
+    answer to ``ready``, which comes once it is placed on a node and up) to itself. A
+    host lost (with its node) is replaced by a new one, which starts when the cluster
+    has a CPU for it; ``retries`` hosts in a row that fail to start fail the run."""
+
+    def __init__(self, ray: Any, count: int, retries: int) -> None:
+        self._ray = ray
+        self._actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(GameHost)
+        self._retries = retries
+        self._failed = 0
+        """Hosts that failed to start since one last started."""
+        self._all: list[Any] = []
+        self.idle: list[Any] = []
+        self.starting: dict[Any, Any] = {}
+        for _ in range(count):
+            self._start()
+
+    def _start(self) -> None:
+        host = self._actor.remote()
+        self._all.append(host)
+        self.starting[host.ready.remote()] = host
+
+    def started(self, ref: Any) -> None:
+        """The answer ``ref`` of a host starting came: it is up, or it failed."""
+        host = self.starting.pop(ref)
+        try:
+            self._ray.get(ref)
+        except self._ray.exceptions.RayError as e:
+            self._failed += 1
+            if self._failed > self._retries:
+                raise TournamentError(f"a game host cannot start on the cluster "
+                                      f"({self._failed} tried): {one_line(str(e), 200)}"
+                                      ) from None
+            self.lost(host)
+            return
+        self._failed = 0
+        self.idle.append(host)
+
+    def lost(self, host: Any) -> None:
+        """``host`` died (its worker or node): another in its place."""
+        self._all.remove(host)
+        self._kill(host)
+        self._start()
+
+    async def close(self) -> None:
+        """At the end of the run: each host up ends its processes (reclaimed as they
+        end), within a minute."""
+        refs = [host.close.remote() for host in self.idle]
+        if refs:
+            await trio.to_thread.run_sync(partial(
+                self._ray.wait, refs, num_returns=len(refs), timeout=60))
+
+    def kill(self) -> None:
+        """End every host, started or not (its bot processes die with it)."""
+        for host in self._all:
+            self._kill(host)
+        self._all, self.idle, self.starting = [], [], {}
+
+    def _kill(self, host: Any) -> None:
+        try:
+            self._ray.kill(host)
+        except Exception:  # already gone
+            pass
+
+
 async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     pending: list[ScheduledGame], done: set[str], store: StoreWriter,
                     summary: RunSummary,
                     on_game: Callable[[ScheduledGame, GameOutcome], None] | None) -> None:
-    # no retries by Ray itself: the driver plays a lost game again, so it can count it
-    play = ray.remote(num_cpus=1, max_retries=0)(_play_task)
     seats: dict[str, SeatJob] = seat_jobs(config)
     # as a local run plays them: in the order of start_run (lane by lane), and never two
     # games of one deal with a bot in common in flight at once
@@ -153,12 +219,13 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
     attempts: dict[str, int] = {}
     flight = DealsInFlight((lambda name: seats[name].kind != "builtin")
                            if config.isolation != "shared" else (lambda name: False))
-    in_flight: dict[Any, tuple[ScheduledGame, int, int]] = {}
-    # enough queued to keep every CPU of the cluster busy, not the whole schedule
-    limit = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+    in_flight: dict[Any, tuple[ScheduledGame, int, int, Any]] = {}
+    # a host a CPU of the cluster; no retries by Ray itself: the driver plays a lost
+    # game again, so it can count it
+    hosts = _Hosts(ray, max(1, int(ray.cluster_resources().get("CPU", 1))), config.retries)
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < limit:
+            while queue and hosts.idle:
                 game = flight.take(queue)
                 if game is None:
                     break  # each queued game meets one in flight: wait for one to end
@@ -167,16 +234,21 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     await store.game_started(game)
                 job = replace(job_of(config, seed, game, seats), cwd=_cwd(config))
                 token = flight.enter(game.deal_seed, game.bots)
-                in_flight[play.remote(job.to_json())] = (game, attempt, token)
-            for ref in await _wait(ray, list(in_flight)):
-                game, attempt, token = in_flight.pop(ref)
+                host = hosts.idle.pop()
+                in_flight[host.play.remote(job.to_json())] = (game, attempt, token, host)
+            for ref in await _wait(ray, [*in_flight, *hosts.starting]):
+                if ref in hosts.starting:
+                    hosts.started(ref)
+                    continue
+                game, attempt, token, host = in_flight.pop(ref)
                 flight.leave(token)
                 try:
                     outcome = GameOutcome.from_json(ray.get(ref))
                 except ray.exceptions.RayTaskError as e:  # the arena's own failure
                     raise TournamentError(f"game {game.id} failed on the cluster: "
                                           f"{one_line(str(e), 200)}") from None
-                except ray.exceptions.RayError as e:  # a worker or node died: not a bot
+                except ray.exceptions.RayError as e:  # a host or node died: not a bot
+                    hosts.lost(host)
                     summary.retries += 1
                     if attempt >= config.retries:
                         raise TournamentError(
@@ -186,6 +258,7 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                     attempts[game.id] = attempt + 1
                     queue.appendleft(game)
                     continue
+                hosts.idle.append(host)
                 if game.id in done:  # played twice: the store has it once
                     continue
                 await store.game_finished(game, outcome.record)
@@ -194,9 +267,6 @@ async def _play_all(ray: Any, config: TournamentConfig, seed: int,
                 summary.faults += len(outcome.faults)
                 if on_game is not None:
                     on_game(game, outcome)
+        await hosts.close()
     finally:
-        for ref in in_flight:
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # already finished or gone
-                pass
+        hosts.kill()

@@ -188,7 +188,7 @@ def job_of(config: TournamentConfig, seed: int, scheduled: ScheduledGame,
         scheduled.table_id, wire_ids(seed, scheduled),
         tuple(seats[name] for name in scheduled.bots), config.move_ms, config.bank_ms,
         config.max_faults, config.startup_ms, config.isolation,
-        str((config.output / "logs").absolute()), str(config.folder))
+        str((config.output / "logs").absolute()), str(config.folder), config.deals)
 
 
 def seat_cwd(config: TournamentConfig, bot: BotEntry) -> str:
