@@ -375,8 +375,8 @@ class Field:
         return result
 
     def _total(self, out: Path, args: list[str]) -> int:
-        from arena.tournament.config import load_config
-        from arena.tournament.schedule import game_count
+        from arena.runs.config import load_config
+        from arena.runs.schedule import game_count
 
         c = load_config(self.tournament)
         return game_count(c.format, len(c.bots), c.seats, c.deals, len(c.candidates),

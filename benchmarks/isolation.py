@@ -73,8 +73,8 @@ from arena.proc.cgroup import limit_mechanism
 from arena.proc.connection import BotConnection
 from arena.proc.tasks import usable_cores
 from arena.rules import Decision, View, new_game
-from arena.tournament.config import TournamentConfig, load_config
-from arena.tournament.schedule import tables
+from arena.runs.config import TournamentConfig, load_config
+from arena.runs.schedule import tables
 from benchmarks import DEFAULT_REPEAT, Settings
 from benchmarks.grpc import ROOT
 from benchmarks.tournament import DEMO_FILE, demo_without_node, node_ready

@@ -52,9 +52,9 @@ from arena.league.store import field_rows
 from arena.league_service.backend import RunnerBackend
 from arena.league_service.web import LIMITS
 from arena.model.league_api import BotDetail, FieldBot
-from arena.tournament.readers import store_readers
-from arena.tournament.store import Store
-from arena.tournament.writer import store_writer
+from arena.runs.readers import store_readers
+from arena.runs.store import Store
+from arena.runs.writer import store_writer
 from benchmarks import Settings
 from benchmarks.page_store import grow, play_league
 from benchmarks.publish_memory import before_code

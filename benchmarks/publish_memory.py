@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from arena.tournament.store import Store
+from arena.runs.store import Store
 from benchmarks import Settings
 from benchmarks.store import _SHIM, REPO, Template, grow, new_store
 

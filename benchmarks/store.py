@@ -14,7 +14,7 @@
   old cost grows with the store: 100,000 would take an hour to grow game by game, and
   its figure is the issue's). Skipped, with a note, outside a git checkout.
 - **Loop stall**: the longest a trio task waiting on a 1 ms sleep is late while
-  :data:`WRITES` games are stored through :class:`arena.tournament.writer.StoreWriter`
+  :data:`WRITES` games are stored through :class:`arena.runs.writer.StoreWriter`
   (the writer thread), against the same writes made on the loop itself, at the largest
   size: the stall every game in flight suffers per finished game.
 - **Readers**: ``arena verify DIR``, ``arena export DIR``, ``arena verify FILE`` (the
@@ -52,10 +52,10 @@ from arena.bots import make_bot
 from arena.model import chain
 from arena.model.record import game_record
 from arena.rules import new_game
-from arena.tournament.schedule import ScheduledGame, seed_commitment
-from arena.tournament.store import Store
-from arena.tournament.store_rows import timing_sums
-from arena.tournament.writer import store_writer
+from arena.runs.schedule import ScheduledGame, seed_commitment
+from arena.runs.store import Store
+from arena.runs.store_rows import timing_sums
+from arena.runs.writer import store_writer
 from benchmarks import Settings
 
 TITLE = "the store's cost per game at 1k, 10k and 100k stored games; readers' peak memory"
@@ -217,12 +217,12 @@ def old_store_class() -> Any:
     """The ``Store`` of :data:`BEFORE` (from git), or None outside a checkout."""
     try:
         source = subprocess.run(["git", "-C", str(REPO), "show",
-                                 f"{BEFORE}:arena/tournament/store.py"], capture_output=True,
+                                 f"{BEFORE}:arena/runs/store.py"], capture_output=True,
                                 text=True, check=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     module = types.ModuleType("arena_store_before")
-    module.__file__ = f"{BEFORE}:arena/tournament/store.py"
+    module.__file__ = f"{BEFORE}:arena/runs/store.py"
     sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module.Store

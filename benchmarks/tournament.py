@@ -42,9 +42,9 @@ from typing import Any, TextIO
 import trio
 
 from arena.proc.process import BotProcess
-from arena.tournament.config import load_config
-from arena.tournament.schedule import tables
-from arena.tournament.store import Store
+from arena.runs.config import load_config
+from arena.runs.schedule import tables
+from arena.runs.store import Store
 from benchmarks import Settings
 from benchmarks.grpc import CONCURRENT, ROOT, raw_work, typical_request
 from benchmarks.timing import Series

@@ -30,8 +30,8 @@ from arena.files import MARKER
 from arena.model.errors import MAX_MESSAGE
 from arena.model.record import MAX_RECORD_BYTES, game_record
 from arena.rules import new_game
-from arena.tournament.config import MAX_GAMES, load_config
-from arena.tournament.store import STORE_NAME
+from arena.runs.config import MAX_GAMES, load_config
+from arena.runs.store import STORE_NAME
 
 REPO = Path(__file__).resolve().parent.parent
 ARENA = REPO / ".venv" / "bin" / "arena"
@@ -527,7 +527,7 @@ def test_a_store_failing_while_games_run_is_one_line_and_keeps_the_games(
     """A write refused by SQLite itself (here a trigger, as a full disk would) while games
     run in trio's nursery: one line naming the store, and the finished games are kept for
     a resume."""
-    from arena.tournament.store import Store
+    from arena.runs.store import Store
 
     toml = tmp_path / "tiny.toml"
     toml.write_text(TINY.replace("concurrency = 2", "concurrency = 1"))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.tournament.balanced import balance, balanced_tables, expected_meetings, table_count
-from arena.tournament.config import MAX_GAMES, ConfigError, TournamentConfig, load_config
-from arena.tournament.schedule import game_count, schedule, tables
+from arena.runs.balanced import balance, balanced_tables, expected_meetings, table_count
+from arena.runs.config import MAX_GAMES, ConfigError, TournamentConfig, load_config
+from arena.runs.schedule import game_count, schedule, tables
 
 # (bots, seats, tables per bot, the largest pair-count spread allowed). The spreads are
 # those measured (docs/tournaments.md) plus one of slack, so that a change of the search

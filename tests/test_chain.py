@@ -610,7 +610,7 @@ def test_a_run_refuses_to_write_into_a_damaged_store(
 
 def test_the_results_rows_give_a_resume_every_games_bots_and_totals(out: Path) -> None:
     """What a resume's standings read (no record parsed) equals what the records say."""
-    from arena.tournament.store import Store
+    from arena.runs.store import Store
 
     with Store.open_readonly(out) as store:
         rows = list(store.iter_results())

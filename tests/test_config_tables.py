@@ -1,6 +1,6 @@
 """The tables a tournament file and a league file share (``[time]``, ``[limits]``,
 ``[cluster]``, ``isolation``, ``concurrency``) are read by one parser
-(:func:`arena.tournament.config_read.parse_run_tables`): the same text gives the same
+(:func:`arena.runs.config_read.parse_run_tables`): the same text gives the same
 settings in both kinds of file, and the same mistake the same one-line error."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from arena.league.config import load_league
 from arena.model.limits import Limits
-from arena.tournament.config import ConfigError, TournamentConfig, load_config
+from arena.runs.config import ConfigError, TournamentConfig, load_config
 
 SHARED = """concurrency = 3
 isolation = "game"

@@ -20,7 +20,7 @@ from conftest import REPO, TEST_BOTS, Sandbox, arena_in_process, bot_cmd, tourna
 
 from arena.proc.bwrap import sandbox_works
 from arena.proc.cgroup import limit_mechanism
-from arena.tournament.store import Store
+from arena.runs.store import Store
 
 SANDBOX: list[str] = [] if sandbox_works() is None else ["--no-sandbox"]
 """The sandbox where it works here (what every user gets), else none: the reports are

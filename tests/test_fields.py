@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Sandbox, arena_in_process, tournament_toml
 
-from arena.tournament.config import ConfigError, load_config
+from arena.runs.config import ConfigError, load_config
 
 RANDOM_BOT = REPO / "sample_bots" / "python" / "random_bot.py"
 

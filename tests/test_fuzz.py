@@ -42,9 +42,9 @@ from arena.model.record import (
 )
 from arena.rules import new_game
 from arena.rules.cards import standard_deck, wizard_deck
-from arena.tournament.config import MAX_GAMES, MAX_SEED, ConfigError, load_config
-from arena.tournament.schedule import FORMATS, game_count, schedule
-from arena.tournament.store import STORE_NAME
+from arena.runs.config import MAX_GAMES, MAX_SEED, ConfigError, load_config
+from arena.runs.schedule import FORMATS, game_count, schedule
+from arena.runs.store import STORE_NAME
 from arena.v1 import bot_pb2, game_pb2
 from arena.wire.serde import (
     WireError,

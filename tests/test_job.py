@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from arena.model.job import GameJob, GameOutcome, JobError, SeatJob
 from arena.play.worker import WorkerPools
 from arena.proc.connection import BotConnection
-from arena.tournament.config import load_config
-from arena.tournament.runner import games_of, job_of, seat_jobs
-from arena.tournament.store import Store
+from arena.runs.config import load_config
+from arena.runs.field import job_of, seat_jobs
+from arena.runs.store import Store
+from arena.tournament.runner import games_of
 
 text = st.text(max_size=12)
 json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | text

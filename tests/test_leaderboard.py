@@ -53,8 +53,8 @@ from arena.report.text import (
     write_leaderboard,
 )
 from arena.rules import View, new_game
-from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
-from arena.tournament.store import StoredGame
+from arena.runs.schedule import ScheduledGame, schedule, seed_commitment
+from arena.runs.store import StoredGame
 
 FIELD = {"heur-a": "heuristic", "heur-b": "heuristic",
          "rand-a": "random", "rand-b": "random", "rand-c": "random"}

@@ -33,9 +33,9 @@ from arena.league.store import apply_request, entry_json, load_bots
 from arena.model.limits import Confinement
 from arena.model.spec import BotSpec
 from arena.report.board import build_leaderboard
+from arena.runs.config import BotEntry
+from arena.runs.store import Store
 from arena.stats.ratings import GameScores, rate, same_cards
-from arena.tournament.config import BotEntry
-from arena.tournament.store import Store
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
 
@@ -213,7 +213,7 @@ def test_a_request_of_the_same_process_reaches_the_run_in_memory(tmp_path: Path)
     from arena.cli.league_store import claim, open_store
     from arena.league.config import load_league
     from arena.league.runner import League, run_league
-    from arena.tournament.lock import RunLock
+    from arena.runs.lock import RunLock
 
     config = load_league(league_toml(tmp_path), None)
     claim(config)

@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO, SAMPLE_BOTS, Sandbox, arena_in_process, bot_cmd, done_games
 
 from arena.match.schedule import Tally, compared_seats, deal_games, pair_score
+from arena.runs.store import Store
 from arena.stats.sprt import (
     VALUES,
     Sprt,
@@ -32,7 +33,6 @@ from arena.stats.sprt import (
     score_of,
     simulate,
 )
-from arena.tournament.store import Store
 
 # -- the statistics ---------------------------------------------------------------------
 

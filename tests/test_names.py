@@ -33,7 +33,7 @@ from arena.model.names import (
 )
 from arena.report.format import for_terminal
 from arena.report.text import render_csv, render_markdown
-from arena.tournament.config import ConfigError, load_config
+from arena.runs.config import ConfigError, load_config
 
 ESC = "\x1b"
 DROPPED = {"Cc", "Cf", "Cs", "Zl", "Zp"}

@@ -1,4 +1,4 @@
-"""``arena.tournament.preamble``: the start and frame every run shares (a tournament here
+"""``arena.runs.preamble``: the start and frame every run shares (a tournament here
 or on Ray, a match). What a bot must not see is worked out once; a stopped run's
 unfinished games are played again and finished ones never; a signal marks the run
 interrupted and cancels it; the reason a run cannot go on comes out as itself."""
@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.tournament.preamble import (
+from arena.runs.preamble import (
     TournamentError,
     hidden_paths,
     lane_order,
     run_framed,
     unplayed,
 )
-from arena.tournament.schedule import schedule
-from arena.tournament.store import Store
+from arena.runs.schedule import schedule
+from arena.runs.store import Store
 
 
 def test_a_bot_sees_its_own_folders_but_not_the_output_nor_the_others() -> None:

@@ -40,8 +40,8 @@ from arena.publish import serve as serve_module
 from arena.publish.charts import nice_ticks
 from arena.publish.markup import LIST_ROWS, Slugs, game_path, slug
 from arena.publish.pages import BUILTIN_SANDBOX
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
 
 ODD = 'odd </script> & "co" <b>'
 WIZARD = f"""

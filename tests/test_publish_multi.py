@@ -51,7 +51,7 @@ from conftest import (
 from test_publish import Node, parse
 
 from arena.cli import main
-from arena.tournament.store import Store
+from arena.runs.store import Store
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext

@@ -1,6 +1,6 @@
 """Races between concurrent steps, each ordered with trio's tools (events,
 ``wait_all_tasks_blocked``) rather than with sleeps: a store write whose task is
-cancelled while the writer thread runs it (arena/tournament/writer.py), and a game that
+cancelled while the writer thread runs it (arena/runs/writer.py), and a game that
 claims a spare process still starting (arena/play/pool.py ``BotPool._fresh``)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from arena.model.results import BotInfo
 from arena.model.spec import BotSpec
 from arena.play.pool import BotPool
 from arena.proc.connection import BotConnection
-from arena.tournament.store import Store
-from arena.tournament.writer import StoreWriter, store_writer
+from arena.runs.store import Store
+from arena.runs.writer import StoreWriter, store_writer
 
 
 class Broken(Exception):

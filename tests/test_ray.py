@@ -33,7 +33,7 @@ from conftest import REPO, TEST_BOTS, tournament_toml
 
 from arena.proc.cgroup import limit_mechanism
 from arena.proc.tasks import has_swap
-from arena.tournament.runner import wire_ids
+from arena.runs.field import wire_ids
 
 try:
     import ray  # noqa: F401

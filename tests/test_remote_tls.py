@@ -27,7 +27,7 @@ from conftest import arena_in_process
 
 from arena.cli.tournament import insecure_warnings
 from arena.model.spec import BotSpec, is_loopback
-from arena.tournament.config import ConfigError, load_config
+from arena.runs.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 OPENSSL = shutil.which("openssl")

@@ -38,7 +38,7 @@ from arena.proc.bwrap import bwrap_args, sandbox_works, view_images, view_paths,
 from arena.proc.gate import GateError, check_view
 from arena.proc.process import BotProcess
 from arena.proc.runtimes import Runtime
-from arena.tournament.config import ConfigError, load_config
+from arena.runs.config import ConfigError, load_config
 
 RUBY_PACKAGES = ("ruby", "ruby-grpc", "ruby-google-protobuf")
 REQUIRE_RUBY = bool(os.environ.get("ARENA_REQUIRE_RUBY"))

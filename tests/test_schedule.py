@@ -9,7 +9,7 @@ from itertools import combinations
 import pytest
 
 from arena.rules import new_game
-from arena.tournament.schedule import deal_seed, schedule, seed_commitment, tables
+from arena.runs.schedule import deal_seed, schedule, seed_commitment, tables
 
 FIELD = ["a", "b", "c", "d", "e"]
 

@@ -22,8 +22,8 @@ from arena.bots import make_bot
 from arena.model.record import game_record
 from arena.report.board import build_leaderboard
 from arena.rules import new_game
-from arena.tournament.schedule import ScheduledGame, schedule
-from arena.tournament.store import SCHEMA_VERSION, STORE_NAME, Store, StoreError
+from arena.runs.schedule import ScheduledGame, schedule
+from arena.runs.store import SCHEMA_VERSION, STORE_NAME, Store, StoreError
 
 BOTS = ("heur", "rand-a", "rand-b")
 KINDS = {"heur": "heuristic", "rand-a": "random", "rand-b": "random"}
@@ -260,7 +260,7 @@ def test_another_schema_version_is_still_refused(tmp_path: Path) -> None:
 
 def test_two_processes_opening_an_old_store_at_once_both_succeed(tmp_path: Path) -> None:
     make_old_store(tmp_path, scheduled(1))
-    code = ("import sys; from pathlib import Path; from arena.tournament.store import Store; "
+    code = ("import sys; from pathlib import Path; from arena.runs.store import Store; "
             "s = Store.open(Path(sys.argv[1])); print(len(list(s.iter_games()))); s.close()")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -28,9 +28,9 @@ import trio
 from conftest import REPO, arena_in_process, tournament_toml
 
 from arena.cli import main
-from arena.tournament.lock import LOCK_NAME
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import (
+from arena.runs.lock import LOCK_NAME
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import (
     SCHEMA_VERSION,
     STORE_NAME,
     Store,
@@ -38,7 +38,7 @@ from arena.tournament.store import (
     StoreIOError,
     StoreLocked,
 )
-from arena.tournament.writer import store_writer
+from arena.runs.writer import store_writer
 
 TOURNAMENT = tournament_toml("io-test", "trumps", 3, 31, 1, [
     ("h1", "heuristic"), ("r1", "random"), ("r2", "random"), ("h2", "heuristic")],
@@ -295,7 +295,7 @@ def test_a_version_1_store_is_read_as_it_is_and_migrated_once(
     assert digest(out / STORE_NAME) == before
     capsys.readouterr()
     # four processes open it at once: one migrates, the others find it migrated
-    code = ("import sys; from pathlib import Path; from arena.tournament.store import Store; "
+    code = ("import sys; from pathlib import Path; from arena.runs.store import Store; "
             "s = Store.open(Path(sys.argv[1])); print(s.meta()['schema_version'], "
             "len(list(s.iter_games(chain_order=True)))); s.close()")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(out)], text=True,
@@ -413,7 +413,7 @@ def test_no_temporary_space_is_not_a_verdict(out: Path, tmp_path: Path) -> None:
     assert exported.returncode == 0, exported.stderr
     script = (
         "import sys; from pathlib import Path\n"
-        "from arena.tournament.store import Store, StoreIOError\n"
+        "from arena.runs.store import Store, StoreIOError\n"
         "store = Store.open_readonly(Path(sys.argv[1]))\n"
         "store.db.execute('PRAGMA temp.cache_size = 2')\n"
         "try:\n"

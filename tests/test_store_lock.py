@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, arena_in_process, done_games, tournament_toml
 
 from arena.files import claim_folder
-from arena.tournament.lock import LOCK_NAME, PROBE_WAIT_S, Held, RunLock, run_holds
+from arena.runs.lock import LOCK_NAME, PROBE_WAIT_S, Held, RunLock, run_holds
 
 BOTS = [("h1", "heuristic"), ("r1", "random"), ("h2", "heuristic"), ("r2", "random"),
         ("r3", "random")]

@@ -34,10 +34,10 @@ from arena.league_service.backend import RunnerBackend
 from arena.model.league_api import LeagueError
 from arena.publish.build import publish
 from arena.publish.markup import game_path
-from arena.tournament.readers import store_readers
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
-from arena.tournament.writer import store_writer
+from arena.runs.readers import store_readers
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
+from arena.runs.writer import store_writer
 from benchmarks.page_store import grow, play_league
 
 

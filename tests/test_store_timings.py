@@ -29,9 +29,9 @@ from arena.model import chain
 from arena.model.record import game_record
 from arena.report.board import build_leaderboard
 from arena.rules import new_game
-from arena.tournament.audit import AuditError, verify_store
-from arena.tournament.schedule import ScheduledGame, schedule, seed_commitment
-from arena.tournament.store import SCHEMA_VERSION, STORE_NAME, Store, StoredGame
+from arena.runs.audit import AuditError, verify_store
+from arena.runs.schedule import ScheduledGame, schedule, seed_commitment
+from arena.runs.store import SCHEMA_VERSION, STORE_NAME, Store, StoredGame
 
 BOTS = ("heur", "rand-a", "rand-b")
 KINDS = {"heur": "heuristic", "rand-a": "random", "rand-b": "random"}

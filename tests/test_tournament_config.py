@@ -11,7 +11,7 @@ from conftest import REPO, bot_cmd
 from arena.cli import main
 from arena.model.limits import Limits
 from arena.proc.tasks import usable_cores
-from arena.tournament.config import ConfigError, load_config
+from arena.runs.config import ConfigError, load_config
 
 GOOD = """
 name = "t"

@@ -153,7 +153,7 @@ def _parser(argv: Sequence[str] | None = None, *, full: bool = False) -> argpars
 
 def cmd_tournament(args: argparse.Namespace) -> int:
     from arena.cli.tournament import run_command
-    from arena.tournament.store import StoreError
+    from arena.runs.store import StoreError
 
     try:
         return run_command(args)
@@ -163,7 +163,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.cli.tournament import leaderboard_command
-    from arena.tournament.store import StoreError
+    from arena.runs.store import StoreError
 
     with open_store(args.folder) as store:
         try:
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BaseExceptionGroup as group:  # Ctrl-C while a trio nursery was open
         if group.subgroup(KeyboardInterrupt) is None:
-            from arena.tournament.store import StoreError
+            from arena.runs.store import StoreError
 
             stored = group.subgroup(StoreError)  # the store failed while games ran
             if stored is not None and stored.exceptions and os.environ.get("ARENA_DEBUG") != "1":

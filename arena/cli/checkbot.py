@@ -29,7 +29,7 @@ from arena.proc.connection import HandshakeError
 from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
 from arena.rules import GAMES, OptionError
-from arena.tournament.config import ConfigError, parse_game, read_toml
+from arena.runs.config import ConfigError, parse_game, read_toml
 
 MOVE_MS_DEFAULT = 1000
 

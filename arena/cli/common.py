@@ -166,7 +166,7 @@ def write_json(path: Path, data: Any) -> None:
 def open_store(folder: Path) -> Any:
     """The store in ``folder`` for a command that only reads it (opened read-only: it
     works in a read-only folder and while a run writes)."""
-    from arena.tournament.store import Store, StoreError
+    from arena.runs.store import Store, StoreError
 
     if not Store.exists(folder):
         raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")

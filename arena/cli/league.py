@@ -38,9 +38,9 @@ from arena.model.names import clean
 from arena.proc.bwrap import sandbox_works
 from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
-from arena.tournament.config import ConfigError
-from arena.tournament.lock import Held, LockError, RunLock
-from arena.tournament.store import Store, StoreError
+from arena.runs.config import ConfigError
+from arena.runs.lock import Held, LockError, RunLock
+from arena.runs.store import Store, StoreError
 
 DEFAULT_ADDRESS = "127.0.0.1:50061"
 DEFAULT_WEB = "127.0.0.1:8061"

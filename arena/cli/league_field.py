@@ -42,9 +42,9 @@ from arena.proc.bwrap import sandbox_works
 from arena.proc.connection import HandshakeError
 from arena.proc.keeper import keeping
 from arena.proc.reaper import start_cleanup
-from arena.tournament.config import BotEntry, ConfigError, folder_bots
-from arena.tournament.lock import RunLock
-from arena.tournament.store import Store, StoreError
+from arena.runs.config import BotEntry, ConfigError, folder_bots
+from arena.runs.lock import RunLock
+from arena.runs.store import Store, StoreError
 
 
 def _entry(config: LeagueConfig, args: argparse.Namespace,

@@ -13,9 +13,9 @@ from arena.files import FolderError, claim_folder
 from arena.league.config import FORMAT, LeagueConfig
 from arena.league.store import LeagueBot, ensure_tables, register_file_bots
 from arena.model.errors import one_line
-from arena.tournament.audit import open_for_run
-from arena.tournament.lock import Held, LockError, RunLock
-from arena.tournament.store import Store, StoreError
+from arena.runs.audit import open_for_run
+from arena.runs.lock import Held, LockError, RunLock
+from arena.runs.store import Store, StoreError
 
 PROG = "arena league"
 

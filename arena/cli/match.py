@@ -35,13 +35,13 @@ from arena.proc.tasks import usable_cores
 from arena.report.format import for_terminal
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import parse_option_texts, resolve_options
+from arena.runs.audit import open_for_run
+from arena.runs.config import ISOLATIONS, MAX_GAMES, BotEntry, TournamentConfig
+from arena.runs.lock import LockError, RunLock
+from arena.runs.preamble import TournamentError
+from arena.runs.schedule import seed_commitment
+from arena.runs.store import Store, StoreError
 from arena.stats.sprt import Sprt, estimate
-from arena.tournament.audit import open_for_run
-from arena.tournament.config import ISOLATIONS, MAX_GAMES, BotEntry, TournamentConfig
-from arena.tournament.lock import LockError, RunLock
-from arena.tournament.runner import TournamentError
-from arena.tournament.schedule import seed_commitment
-from arena.tournament.store import Store, StoreError
 
 PROG = "arena match"
 

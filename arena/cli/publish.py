@@ -54,7 +54,7 @@ def _usage(message: str) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     """Run ``arena publish``: 0 when the site is written, 2 for a usage mistake."""
     from arena.publish.build import publish
-    from arena.tournament.store import Store
+    from arena.runs.store import Store
 
     folders: list[Path] = args.folders
     if args.resamples is not None and args.resamples < 1:
@@ -79,7 +79,7 @@ def _published(args: argparse.Namespace, build: Callable[[], Any],
                what: Callable[[Any], str]) -> int:
     """Run ``build`` (a publish), saying what it wrote, or why not in one line."""
     from arena.publish.build import PublishError
-    from arena.tournament.store import StoreError
+    from arena.runs.store import StoreError
 
     start = time.perf_counter()
     try:

@@ -154,8 +154,8 @@ def _verify_folder(folder: Path, head: str | None) -> int:
     does not hold, 3 for one that could not be read (a full disk or temporary space, an
     I/O error): that says nothing about what it holds."""
     from arena.match.schedule import planned_games
-    from arena.tournament.audit import AuditError, damage_text, file_damage, verify_store
-    from arena.tournament.store import STORE_NAME, Store, StoreError, StoreIOError, store_error
+    from arena.runs.audit import AuditError, damage_text, file_damage, verify_store
+    from arena.runs.store import STORE_NAME, Store, StoreError, StoreIOError, store_error
 
     if not Store.exists(folder):
         raise UsageError(f"{folder}: no tournament here (no tournament.sqlite)")
@@ -195,8 +195,8 @@ def _verify_folder(folder: Path, head: str | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from arena.tournament.export import export_records
-    from arena.tournament.store import StoreError
+    from arena.runs.export import export_records
+    from arena.runs.store import StoreError
 
     out = args.out or args.folder / "games.jsonl"
     with open_store(args.folder) as store:

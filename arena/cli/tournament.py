@@ -45,12 +45,13 @@ from arena.report.text import (
     render_markdown,
     write_leaderboard,
 )
-from arena.tournament.audit import open_for_run
-from arena.tournament.config import BotEntry, ConfigError, TournamentConfig, load_config
-from arena.tournament.lock import LOCK_NAME, LockError, RunLock
-from arena.tournament.runner import RunSummary, TournamentError, prepare, run
-from arena.tournament.schedule import ScheduledGame, game_count
-from arena.tournament.store import Store, StoreError
+from arena.runs.audit import open_for_run
+from arena.runs.config import BotEntry, ConfigError, TournamentConfig, load_config
+from arena.runs.lock import LOCK_NAME, LockError, RunLock
+from arena.runs.preamble import TournamentError
+from arena.runs.schedule import ScheduledGame, game_count
+from arena.runs.store import Store, StoreError
+from arena.tournament.runner import RunSummary, prepare, run
 
 
 def insecure_warnings(config: TournamentConfig) -> list[str]:

@@ -1,6 +1,6 @@
 """``arena verify`` on a league: its seasons, its stored decisions, its games against them.
 
-:func:`arena.tournament.audit.verify_store` re-plays every game by the rules and walks the
+:func:`arena.runs.audit.verify_store` re-plays every game by the rules and walks the
 results chain, as for a tournament; what it checks the games' tables against is the
 league's schedule, made here from the stored decisions (:func:`league_planner`): each
 set's rotations, with the set's deal seed. :func:`check_seasons` checks the rest:
@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 
 from arena.league.config import FORMAT
 from arena.league.store import has_tables, load_sets, seasons, set_deal_seed
-from arena.tournament.audit import AuditError, Planner
-from arena.tournament.schedule import ScheduledGame, seed_commitment
-from arena.tournament.store import Store
+from arena.runs.audit import AuditError, Planner
+from arena.runs.schedule import ScheduledGame, seed_commitment
+from arena.runs.store import Store
 
 
 def game_of(set_no: int, season: int, bots: tuple[str, ...], seed: int,

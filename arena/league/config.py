@@ -2,7 +2,7 @@
 
 A league file has a tournament file's keys for the game, the seats, the options, the
 time control, the limits, the isolation, the concurrency, the cluster and the output
-(:mod:`arena.tournament.config`), and instead of a schedule:
+(:mod:`arena.runs.config`), and instead of a schedule:
 
 - ``[matchmaking]``: the parameters of :func:`arena.league.matchmaking.choose_tables`;
 - ``[[house]]``: the house bots (a bot's keys, and an optional fixed ``rating``);
@@ -10,7 +10,7 @@ time control, the limits, the isolation, the concurrency, the cluster and the ou
   bots while it runs);
 - ``seed``: the first season's master seed, for tests (drawn at random when absent);
 - ``[[runtimes]]``: runtimes of the organiser's, as in a tournament file
-  (:func:`arena.tournament.config.parse_runtimes`), which a bundle's ``bot.toml`` may
+  (:func:`arena.runs.config.parse_runtimes`), which a bundle's ``bot.toml`` may
   name (``arena league serve --runtime``).
 
 The format is documented in ``docs/league.md``. The league plays through the tournament
@@ -27,7 +27,7 @@ from typing import Any
 
 from arena.model.errors import show
 from arena.proc.runtimes import use_runtimes
-from arena.tournament.config import (
+from arena.runs.config import (
     BotEntry,
     TournamentConfig,
     check_bot_runtimes,
@@ -38,7 +38,7 @@ from arena.tournament.config import (
     parse_runtimes,
     read_toml,
 )
-from arena.tournament.config_read import (
+from arena.runs.config_read import (
     ConfigError,
     in_folder,
     key_int,

@@ -82,12 +82,13 @@ from arena.play.pool import (
 from arena.play.referee import Player
 from arena.proc.connection import HandshakeError
 from arena.proc.gate import own_folders
+from arena.runs.field import job_of
+from arena.runs.preamble import stop_on_signal
+from arena.runs.readers import StoreReaders, store_readers
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
+from arena.runs.writer import StoreWriter, store_writer
 from arena.stats.ratings import GameScores
-from arena.tournament.readers import StoreReaders, store_readers
-from arena.tournament.runner import job_of, stop_on_signal
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
-from arena.tournament.writer import StoreWriter, store_writer
 
 
 @dataclass(slots=True)
@@ -133,7 +134,7 @@ class League:
         self.writer = writer
         self.readers = readers
         """Read-only connections for what the league's pages and service read (off the
-        game loop and off the writer: :mod:`arena.tournament.readers`)."""
+        game loop and off the writer: :mod:`arena.runs.readers`)."""
         self.nursery = pools_nursery
         self.summary = summary
         self.on_event = on_event or (lambda text: None)

@@ -12,9 +12,9 @@ import secrets
 from arena.league import audit
 from arena.league.live import LiveRatings
 from arena.league.store import LeagueBot, SetDecision
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
 from arena.stats.ratings import GameScores
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
 
 
 def season_seed(file_seed: int | None, season: int) -> int:

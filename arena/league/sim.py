@@ -16,7 +16,7 @@ Three schedulers pick the tables, a round at a time (about as many tables as the
 fills, each bot at most once, as concurrent tables of a league would be): ``matchmaking``
 (:mod:`arena.league.matchmaking`), ``random`` (the bot with the fewest games, the rest of
 the table at random: psyleague's and CG Arena's way) and ``balanced``
-(:mod:`arena.tournament.balanced`, played in its order). After each round the live
+(:mod:`arena.runs.balanced`, played in its order). After each round the live
 ratings (:class:`arena.league.live.LiveRatings`) take a full Newton step, and the ranking
 of the ranked bots (house bots left out) is compared with the true order: Kendall's tau,
 and whether the true top 3 are its top 3 (as a set).
@@ -44,8 +44,8 @@ import numpy.typing as npt
 
 from arena.league.live import BASE_ELO, LiveRatings
 from arena.league.matchmaking import BotState, choose_tables
+from arena.runs.balanced import balanced_tables
 from arena.stats.ratings import ELO_PER_NAT, GameScores
-from arena.tournament.balanced import balanced_tables
 
 Array = npt.NDArray[np.float64]
 

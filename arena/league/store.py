@@ -1,6 +1,6 @@
 """The league's tables, beside a tournament store's own in the same SQLite file.
 
-A league's store is a tournament store (:mod:`arena.tournament.store`: meta, bots, games,
+A league's store is a tournament store (:mod:`arena.runs.store`: meta, bots, games,
 results, faults, latencies, the results chain) plus these tables, made by the league:
 
 - ``league_bots``: the field, every version of every bot: its spec and confinement (JSON),
@@ -36,9 +36,9 @@ from arena.model.errors import one_line, show
 from arena.model.limits import Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote
-from arena.tournament.config import BotEntry
-from arena.tournament.schedule import deal_seed, seed_commitment
-from arena.tournament.store import Store, StoreError, store_error
+from arena.runs.config import BotEntry
+from arena.runs.schedule import deal_seed, seed_commitment
+from arena.runs.store import Store, StoreError, store_error
 
 VERSION_MARK = "@"
 """A bot's later versions are named ``NAME@2``, ``NAME@3``, ..."""
@@ -562,7 +562,7 @@ def load_sets(store: Store) -> list[SetDecision]:
 
 def set_deal_seed(master_seed: int, derivation: int) -> int:
     """The deal seed of the set with derivation index ``derivation`` in a season of
-    master seed ``master_seed`` (:func:`arena.tournament.schedule.deal_seed`)."""
+    master seed ``master_seed`` (:func:`arena.runs.schedule.deal_seed`)."""
     return deal_seed(master_seed, derivation)
 
 

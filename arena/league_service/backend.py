@@ -12,7 +12,7 @@ owns which bot survives every restart. The service acknowledges a submission onl
 that answer is there: the bot is in the store, durably.
 
 Everything read comes from the store or from the run itself. The store is read by its
-readers (:mod:`arena.tournament.readers`: read-only connections in threads of their own),
+readers (:mod:`arena.runs.readers`: read-only connections in threads of their own),
 never by its writer thread nor on the game loop: a bot's page reads the bot's running
 totals (a row per version, :meth:`Store.bot_totals`), a list of games the small tables
 (:meth:`Store.game_rows`), and the parsing is done in the reader's thread. From the run:
@@ -76,9 +76,9 @@ from arena.play.players import RemotePlayer
 from arena.play.referee import Player
 from arena.rules import View
 from arena.rules.cards import format_card, format_suit
-from arena.tournament.config import BotEntry
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import BotTotals, Store
+from arena.runs.config import BotEntry
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import BotTotals, Store
 
 ORGANISER = "organiser"
 """The author shown for the league file's bots (and the house bots)."""

@@ -26,7 +26,7 @@ from arena.league_service.service import (
     WrongTokens,
 )
 from arena.model.league_api import TlsFiles
-from arena.tournament.store import Store
+from arena.runs.store import Store
 from arena.wire.league_server import ServiceCaps, address_problem, start_server
 
 DEFAULT_ADDRESS = "127.0.0.1:50061"

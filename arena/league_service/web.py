@@ -31,7 +31,7 @@ an ``Authorization`` header (never in a URL) and checked by the service: an auth
 logs of their own bots only. Pages carry a Content-Security-Policy allowing only the
 server's own scripts. What a page reads of the league runs as a trio task of the league's
 loop (:class:`arena.http.trio_calls.TrioCalls`) and reads the store through its readers
-(:mod:`arena.tournament.readers`), never on the writer thread.
+(:mod:`arena.runs.readers`), never on the writer thread.
 """
 
 from __future__ import annotations

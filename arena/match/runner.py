@@ -22,17 +22,13 @@ import trio
 from arena.match.schedule import Tally, match_schedule
 from arena.play.host import host_game
 from arena.play.pool import BotPool, DealsInFlight
+from arena.runs.config import TournamentConfig
+from arena.runs.field import job_of, seat_jobs, with_field
+from arena.runs.preamble import unplayed
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
+from arena.runs.writer import StoreWriter, store_writer
 from arena.stats.sprt import Sprt
-from arena.tournament.config import TournamentConfig
-from arena.tournament.preamble import unplayed
-from arena.tournament.runner import (
-    job_of,
-    seat_jobs,
-    with_field,
-)
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
-from arena.tournament.writer import StoreWriter, store_writer
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """The games of a match, and what they add up to. No I/O.
 
-Deal ``d`` (seed :func:`arena.tournament.schedule.deal_seed`) is played four times: in
+Deal ``d`` (seed :func:`arena.runs.schedule.deal_seed`) is played four times: in
 seat ``d mod n`` and in seat ``(d + 1) mod n`` (``n`` seats), each once with the
 candidate there and once with the baseline there, the other seats held by the same
 opponents in the same places (``opponent1`` in the next seat, ``opponent2`` after it,
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from arena.tournament.schedule import ScheduledGame, deal_seed
+from arena.runs.schedule import ScheduledGame, deal_seed
 
 CANDIDATE = "candidate"
 BASELINE = "baseline"

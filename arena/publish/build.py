@@ -47,7 +47,7 @@ from arena.report.board import (
     build_leaderboard,
 )
 from arena.report.text import render_json
-from arena.tournament.store import Store, StoredGame
+from arena.runs.store import Store, StoredGame
 
 ASSETS = ("site.css", "site.js", "replay.js", "favicon.svg")
 

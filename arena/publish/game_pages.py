@@ -26,7 +26,7 @@ from arena.publish.pages import (
 )
 from arena.publish.replay import replay_section, script_json
 from arena.report.format import options_text
-from arena.tournament.store import StoredGame
+from arena.runs.store import StoredGame
 
 
 def list_pages(count: int) -> int:

@@ -68,9 +68,9 @@ from arena.report.board import (
 )
 from arena.report.format import options_text
 from arena.report.text import render_json
+from arena.runs.lock import run_holds
+from arena.runs.store import STORE_NAME, Store, StoredGame
 from arena.stats.ratings import GameScores, rate
-from arena.tournament.lock import run_holds
-from arena.tournament.store import STORE_NAME, Store, StoredGame
 
 EVENTS_FORMAT = "trick-arena.events/1"
 BOARD_FORMAT = "trick-arena.board/1"
@@ -297,7 +297,7 @@ def _row(folder: Path, slug: str, event: Event, boards: tuple[str, ...]) -> Even
 def _status(folder: Path, meta: dict[str, str], games: int, scheduled: int | None) -> str:
     """An event's status on the index: ``finished`` or ``season N closed`` as the store
     says; else "running" only while a run holds the folder's lock on this machine
-    (:func:`arena.tournament.lock.run_holds`), and a stopped run, or a copy of a folder,
+    (:func:`arena.runs.lock.run_holds`), and a stopped run, or a copy of a folder,
     ``unfinished`` or ``season N open``."""
     if meta.get("format") == LEAGUE:
         seasons = _seasons(meta.get("seasons"))

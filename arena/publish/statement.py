@@ -34,7 +34,7 @@ from arena.report.board import (
     bot_kind,
 )
 from arena.report.format import option_value
-from arena.tournament.schedule import game_count
+from arena.runs.schedule import game_count
 
 
 def league_seeds(league: LeagueFacts) -> list[str]:

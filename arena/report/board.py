@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.model.faults import FAULT_KINDS
 from arena.model.spec import BotSpecError, builtin_settings
+from arena.runs.store import StoredGame
 from arena.stats.ratings import (
     Comparisons,
     GameScores,
@@ -30,7 +31,6 @@ from arena.stats.ratings import (
     rate,
     same_cards,
 )
-from arena.tournament.store import StoredGame
 
 if TYPE_CHECKING:
     pass
@@ -198,7 +198,7 @@ class QuickStandings:
 
     def add_stored(self, games: Iterable[tuple[Sequence[str], Sequence[float]]]) -> None:
         """The games stored before this run (a resumed tournament): each one's bots and
-        totals by seat (:meth:`arena.tournament.store.Store.iter_results`)."""
+        totals by seat (:meth:`arena.runs.store.Store.iter_results`)."""
         for bots, totals in games:
             self.add(bots, totals)
 

@@ -30,19 +30,13 @@ from arena.model.job import GameJob, GameOutcome, SeatJob
 from arena.play.game import hello_blocking
 from arena.play.pool import DealsInFlight
 from arena.play.worker import GameHost
-from arena.tournament.config import TournamentConfig
-from arena.tournament.preamble import TournamentError, run_framed
-from arena.tournament.runner import (
-    RunSummary,
-    job_of,
-    register_bot,
-    register_builtins,
-    seat_jobs,
-    start_run,
-)
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
-from arena.tournament.writer import StoreWriter, store_writer
+from arena.runs.config import TournamentConfig
+from arena.runs.field import job_of, register_bot, register_builtins, seat_jobs
+from arena.runs.preamble import TournamentError, run_framed
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
+from arena.runs.writer import StoreWriter, store_writer
+from arena.tournament.runner import RunSummary, start_run
 
 INSTALL = "pip install 'trick-arena[ray]'"
 EXCLUDES = (".git", ".venv", "__pycache__", "node_modules/.cache")

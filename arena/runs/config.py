@@ -2,9 +2,9 @@
 
 Every mistake is reported as ``FILE: KEY: what is wrong; what is expected`` before any
 game starts. The format is documented in ``docs/tournaments.md``. The reading and the
-tables a league file shares are in :mod:`arena.tournament.config_read`, the bots in
-:mod:`arena.tournament.config_bots`, the runtimes in
-:mod:`arena.tournament.config_runtimes`.
+tables a league file shares are in :mod:`arena.runs.config_read`, the bots in
+:mod:`arena.runs.config_bots`, the runtimes in
+:mod:`arena.runs.config_runtimes`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from arena.proc.runtimes import Runtime, use_runtimes
 from arena.proc.tasks import usable_cores
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import resolve_options
-from arena.tournament.config_bots import BotEntry, _bots, folder_bots, parse_bots
-from arena.tournament.config_read import (
+from arena.runs.config_bots import BotEntry, _bots, folder_bots, parse_bots
+from arena.runs.config_read import (
     ENGINES,
     ISOLATIONS,
     MAX_SEED,
@@ -36,8 +36,8 @@ from arena.tournament.config_read import (
     parse_run_tables,
     read_toml,
 )
-from arena.tournament.config_runtimes import check_bot_runtimes, parse_runtimes
-from arena.tournament.schedule import FORMATS, game_count
+from arena.runs.config_runtimes import check_bot_runtimes, parse_runtimes
+from arena.runs.schedule import FORMATS, game_count
 
 __all__ = ["ENGINES", "ISOLATIONS", "MAX_GAMES", "MAX_SEED", "MAX_TABLES_PER_BOT",
            "BotEntry", "ConfigError", "PoolSettings", "TournamentConfig",

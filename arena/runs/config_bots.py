@@ -18,7 +18,7 @@ from arena.model.limits import VIEWS, Confinement, Limits
 from arena.model.names import NameError_, check_name
 from arena.model.spec import BotSpec, BotSpecError, Remote, command_args
 from arena.proc.gate import GateError, own_folders
-from arena.tournament.config_read import (
+from arena.runs.config_read import (
     ConfigError,
     in_folder,
     key_str,

@@ -1,6 +1,6 @@
 """The values a store hands out (:class:`StoredGame`, :class:`GameRow`,
 :class:`BotTotals`) and the checks of what is read back: a stored value the arena did not
-write is a :class:`~arena.tournament.store_errors.StoreError` naming the file, the game
+write is a :class:`~arena.runs.store_errors.StoreError` naming the file, the game
 and the column, never a traceback further on."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from arena.model.errors import show
 from arena.model.record import record_problem, record_timing
-from arena.tournament.store_errors import StoreError
+from arena.runs.store_errors import StoreError
 
 _INT_META = ("seed", "seats", "deals", "move_ms", "bank_ms", "max_faults", "tables_per_bot")
 """Meta keys whose values are integers in decimal."""
@@ -29,7 +29,7 @@ DECIMAL = re.compile(r"-?[0-9]{1,80}")
 @dataclass(frozen=True, slots=True)
 class BotTotals:
     """The running totals of some bots (the versions of one), from
-    :data:`~arena.tournament.store_schema.TOTALS`."""
+    :data:`~arena.runs.store_schema.TOTALS`."""
 
     games: int
     """Games played, counted once per version that sat in them."""

@@ -24,8 +24,8 @@ from typing import Any, Generic, TypeVar, cast
 
 import trio
 
-from arena.tournament.store import Store
-from arena.tournament.writer import wake
+from arena.runs.store import Store
+from arena.runs.writer import wake
 
 _T = TypeVar("_T")
 

@@ -17,8 +17,8 @@ from arena.proc.runtimes import (
     dpkg_available,
     installed_packages,
 )
-from arena.tournament.config_bots import BotEntry
-from arena.tournament.config_read import (
+from arena.runs.config_bots import BotEntry
+from arena.runs.config_read import (
     ConfigError,
     in_folder,
     key_str,

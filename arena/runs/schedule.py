@@ -3,7 +3,7 @@
 ``round-robin``: every table of ``seats`` distinct bots from the field; ``gauntlet``:
 each candidate with every ``seats - 1`` others; ``balanced``: about n·K/S tables in which
 each bot plays ``tables_per_bot`` (K) tables, for fields too big for a round-robin
-(:mod:`arena.tournament.balanced`). Each table plays ``deals`` deal seeds,
+(:mod:`arena.runs.balanced`). Each table plays ``deals`` deal seeds,
 each in every cyclic rotation of its bots (a duplicate set), so every bot holds every
 seat's cards once. The deal seeds derive from the tournament seed and are the same at
 every table, so results are paired across tables too.
@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arena.tournament.balanced import balanced_tables, table_count
+from arena.runs.balanced import balanced_tables, table_count
 
 FORMATS = ("round-robin", "gauntlet", "balanced")
 

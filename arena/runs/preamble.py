@@ -22,8 +22,8 @@ from typing import Protocol
 
 import trio
 
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
 
 
 class TournamentError(RuntimeError):

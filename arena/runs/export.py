@@ -7,7 +7,7 @@ from pathlib import Path
 
 from arena.files import atomic_writer
 from arena.model.chain import CHAIN_KEY
-from arena.tournament.store import Store
+from arena.runs.store import Store
 
 
 def export_records(store: Store, path: Path) -> int:

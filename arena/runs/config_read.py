@@ -62,7 +62,7 @@ class RunTables:
     concurrency_given: bool = False
 
     def as_fields(self) -> dict[str, Any]:
-        """As keyword arguments of :class:`~arena.tournament.config.TournamentConfig`."""
+        """As keyword arguments of :class:`~arena.runs.config.TournamentConfig`."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -1,7 +1,7 @@
 """The tournament store's schema: its tables, indexes and running totals, the
 transaction every write runs in, the opening for writing (:func:`open_writable`: made if
 new, checked, migrated) and the migrations of a version-1 store (:func:`migrate_v1`) and
-a version-2 store (:func:`migrate_v2`). :mod:`arena.tournament.store` uses it."""
+a version-2 store (:func:`migrate_v2`). :mod:`arena.runs.store` uses it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from arena.model.errors import one_line
 from arena.model.record import RecordError, record_timing
-from arena.tournament.store_errors import (
+from arena.runs.store_errors import (
     OPEN_WAIT_S,
     Busy,
     StoreError,
@@ -21,8 +21,8 @@ from arena.tournament.store_errors import (
     is_busy,
     store_error,
 )
-from arena.tournament.store_readonly import check_file
-from arena.tournament.store_rows import SeatSums, checked_meta, latency_row, timing_sums
+from arena.runs.store_readonly import check_file
+from arena.runs.store_rows import SeatSums, checked_meta, latency_row, timing_sums
 
 SCHEMA_VERSION = "3"
 READABLE_VERSIONS = ("1", "2", SCHEMA_VERSION)
@@ -372,7 +372,7 @@ class Transaction:
 def open_writable(folder: Path, path: Path) -> sqlite3.Connection:
     """A connection to the store at ``path`` in ``folder`` for writing: made if new,
     migrated if version 1, its lost tables and indexes made again. Tried again for up to
-    :data:`~arena.tournament.store_errors.OPEN_WAIT_S` seconds while another process
+    :data:`~arena.runs.store_errors.OPEN_WAIT_S` seconds while another process
     holds it."""
     deadline = time.monotonic() + OPEN_WAIT_S
     while True:

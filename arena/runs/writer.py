@@ -26,8 +26,8 @@ from typing import Any, Generic, TypeVar, cast
 
 import trio
 
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store import Store
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store import Store
 
 _T = TypeVar("_T")
 

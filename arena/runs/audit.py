@@ -27,10 +27,10 @@ from typing import Any
 
 from arena.model.chain import ChainError, ChainWalk, Link, genesis
 from arena.model.record import RecordError, verify_record
-from arena.tournament.lock import RunLock
-from arena.tournament.schedule import ScheduledGame, schedule
-from arena.tournament.store import Store, StoredGame, StoreError, StoreIOError, store_error
-from arena.tournament.store_rows import timing_sums
+from arena.runs.lock import RunLock
+from arena.runs.schedule import ScheduledGame, schedule
+from arena.runs.store import Store, StoredGame, StoreError, StoreIOError, store_error
+from arena.runs.store_rows import timing_sums
 
 
 class AuditError(ValueError):
@@ -74,7 +74,7 @@ def file_damage(store: Store, quick: bool = False) -> list[str]:
     ``PRAGMA integrity_check``, or with ``quick`` the ``quick_check`` (every page read,
     without cross-checking the indexes against their tables: linear, for the start of a
     run). Both are streamed by SQLite and stop after :data:`FILE_PROBLEMS` problems.
-    :class:`~arena.tournament.store.StoreIOError` when the file cannot be read at all
+    :class:`~arena.runs.store.StoreIOError` when the file cannot be read at all
     (a read error, not damage)."""
     pragma = "quick_check" if quick else "integrity_check"
     try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from arena.tournament.lock import LockError, RunLock
-from arena.tournament.store_errors import StoreError, StoreIOError, store_error
+from arena.runs.lock import LockError, RunLock
+from arena.runs.store_errors import StoreError, StoreIOError, store_error
 
 
 def check_file(path: Path) -> bool:

@@ -14,14 +14,14 @@ head and the number of links in ``meta`` (``chain_head``, ``chain_games``), all 
 game's transaction.
 
 **A constant cost per game.** Every query a run makes per game goes through an index
-(:data:`~arena.tournament.store_schema.INDEXES`): the chain's end is the last entry of
+(:data:`~arena.runs.store_schema.INDEXES`): the chain's end is the last entry of
 ``games_chain``, games from before the chain are found in ``games_unchained`` (empty
 once they are linked), the rows of one game by its id. The record is the last column of
 ``games``, so reading a row's other columns never walks the record's overflow pages.
 Finished games are read in chain order along ``games_chain``, without a sort (no
 temporary space).
 
-**One writer.** Every write needs the output folder's run lock (:mod:`arena.tournament.lock`):
+**One writer.** Every write needs the output folder's run lock (:mod:`arena.runs.lock`):
 a run takes it first and hands it to :meth:`Store.open`; a store opened without it takes
 it at its first write, and a second writer is refused (:class:`StoreLocked`). So the
 chain is only ever extended by one process, from the head it reads in its own write
@@ -31,7 +31,7 @@ transaction. Readers never take the lock.
 added the indexes; version 3 keeps a game's times only in its record (version 2 also
 wrote them to ``latencies``, a row per seat). A store of an earlier version is migrated
 in place the first time :meth:`Store.open` opens it, a transaction per version (see
-:func:`arena.tournament.store_schema.migrate_v1` and ``migrate_v2``);
+:func:`arena.runs.store_schema.migrate_v1` and ``migrate_v2``);
 :meth:`Store.open_readonly` reads it as it is, without migrating it.
 """
 
@@ -48,17 +48,17 @@ from typing import Any
 from arena.model import chain
 from arena.model.errors import one_line, show
 from arena.model.record import RecordError
-from arena.tournament.lock import Held, LockError, RunLock
-from arena.tournament.schedule import ScheduledGame
-from arena.tournament.store_errors import (
+from arena.runs.lock import Held, LockError, RunLock
+from arena.runs.schedule import ScheduledGame
+from arena.runs.store_errors import (
     StoreError,
     StoreIOError,
     StoreLocked,
     guarded,
     store_error,
 )
-from arena.tournament.store_readonly import check_file, connect_readonly, is_store_file
-from arena.tournament.store_rows import (
+from arena.runs.store_readonly import check_file, connect_readonly, is_store_file
+from arena.runs.store_rows import (
     BotTotals,
     GameRow,
     StoredGame,
@@ -69,7 +69,7 @@ from arena.tournament.store_rows import (
     seat_sums,
     stored_game,
 )
-from arena.tournament.store_schema import (
+from arena.runs.store_schema import (
     LATENCIES,
     READABLE_VERSIONS,
     SCHEMA_VERSION,
@@ -113,7 +113,7 @@ class Store:
         opening the same store at the same moment (e.g. both turning an old store's
         journal to WAL) can make SQLite answer "locked" at once, without its busy wait:
         the opening is then tried again, for up to
-        :data:`~arena.tournament.store_errors.OPEN_WAIT_S` seconds.
+        :data:`~arena.runs.store_errors.OPEN_WAIT_S` seconds.
 
         ``lock``: the folder's run lock, taken by the caller (a run takes it before
         ``--fresh`` removes anything). The store owns it from then on: it is released
@@ -203,7 +203,7 @@ class Store:
     @guarded("open")
     def writer_copy(self) -> Store:
         """Another connection to this store, sharing its run lock (taken now if need be),
-        for the writer thread (:mod:`arena.tournament.writer`): make it in that thread."""
+        for the writer thread (:mod:`arena.runs.writer`): make it in that thread."""
         self.claim()
         db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         try:
@@ -239,7 +239,7 @@ class Store:
     @guarded("read")
     def meta(self) -> dict[str, str]:
         """The tournament's metadata; raises :class:`StoreError` for a value the arena
-        did not write (see :func:`~arena.tournament.store_rows.checked_meta`)."""
+        did not write (see :func:`~arena.runs.store_rows.checked_meta`)."""
         return checked_meta(self.path, self.db.execute("SELECT key, value FROM meta").fetchall())
 
     @guarded("write")
@@ -332,7 +332,7 @@ class Store:
 
         The record's ``timing`` (each decision's answer time and CPU time, see
         docs/records.md) is the one copy of the game's times: each seat's ``results`` row
-        gets their sums (:func:`~arena.tournament.store_rows.seat_sums`; zeros for a
+        gets their sums (:func:`~arena.runs.store_rows.seat_sums`; zeros for a
         record without one), which the running totals add up; no time is written twice.
         The cost does not grow with the number of games stored: every statement uses an
         index.
