@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -19,10 +18,10 @@ from rich.console import Console
 from arena.cli import league_field as field
 from arena.cli.league_store import (
     LeagueUsage,
-    claim,
-    open_store,
+    prepared,
     write_board,
 )
+from arena.cli.run_folder import RunFolderError, open_run_store
 from arena.league import inbox
 from arena.league.config import LeagueConfig, load_league
 from arena.league.runner import League, LeagueSummary, run_league
@@ -217,24 +216,12 @@ def _run(config: LeagueConfig, args: argparse.Namespace) -> int:
             raise LeagueUsage(f"{config.path}: bot {confined[0].name}: cannot be sandboxed: "
                               f"{why}")
     serving = _serving(config, args) if args.league_command == "serve" else None
-    claim(config)
     try:
-        lock = RunLock.take(config.output, "league")
-    except LockError as e:
+        store = prepared(config, open_run_store(
+            config.output, "league", f"choose another output in {config.path} or --out",
+            fresh=args.fresh, err=err, also_fresh=(inbox.inbox_dir(config.output),)))
+    except RunFolderError as e:
         raise LeagueUsage(str(e)) from None
-    if args.fresh:
-        from arena.cli.tournament import remove_made_files
-        try:
-            shutil.rmtree(inbox.inbox_dir(config.output), ignore_errors=True)
-            left = remove_made_files(config.output)
-        except OSError as e:
-            lock.release()
-            raise LeagueUsage(f"{config.output}: --fresh cannot remove {e.filename}: "
-                              f"{e.strerror}") from None
-        if left:
-            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
-                      f"{config.output}: {', '.join(left[:5])}", markup=False)
-    store = open_store(config, lock)
     out = Console(highlight=False, soft_wrap=True)
     with store:
         out.print(f"{clean(config.name)}: league, {base.game}, {base.seats} seats, "

@@ -42,6 +42,12 @@ def open_store(config: LeagueConfig, lock: RunLock) -> Store:
         store = open_for_run(config.output, lock)  # it holds the secret master seeds
     except StoreError as e:
         raise LeagueUsage(str(e)) from None
+    return prepared(config, store)
+
+
+def prepared(config: LeagueConfig, store: Store) -> Store:
+    """``store``, checked against the league file, with the league's tables and the
+    file's bots (closed if it cannot be)."""
     try:
         _prepare(config, store)
     except BaseException:

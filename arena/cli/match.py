@@ -23,8 +23,8 @@ from arena.cli.common import (
     confinement_from_args,
     remote_from_args,
 )
-from arena.cli.tournament import remove_made_files
-from arena.files import FolderError, atomic_writer, claim_folder
+from arena.cli.run_folder import RunFolderError, open_run_store
+from arena.files import atomic_writer
 from arena.match.runner import MatchState, load_state, run_match
 from arena.match.schedule import CANDIDATE, GAMES_PER_DEAL, field_names
 from arena.model.errors import SandboxError, one_line
@@ -35,9 +35,7 @@ from arena.proc.tasks import usable_cores
 from arena.report.format import for_terminal
 from arena.rules import GAMES, OptionError, option_specs
 from arena.rules.options import parse_option_texts, resolve_options
-from arena.runs.audit import open_for_run
 from arena.runs.config import ISOLATIONS, MAX_GAMES, BotEntry, TournamentConfig
-from arena.runs.lock import LockError, RunLock
 from arena.runs.preamble import TournamentError
 from arena.runs.schedule import seed_commitment
 from arena.runs.store import Store, StoreError
@@ -192,28 +190,10 @@ def _digest(settings: dict[str, Any]) -> str:
 
 
 def _open_store(config: TournamentConfig, fresh: bool, err: Console) -> Store:
-    out = config.output
     try:
-        claim_folder(out, "match", "choose another --out", Store.is_store)
-    except FolderError as e:
-        raise MatchError(str(e)) from None
-    try:  # before --fresh removes anything: one run at a time in a folder
-        lock = RunLock.take(out, "match")
-    except LockError as e:
-        raise MatchError(str(e)) from None
-    if fresh:
-        try:
-            left = remove_made_files(out)
-        except OSError as e:
-            lock.release()
-            raise MatchError(f"{out}: --fresh cannot remove {e.filename}: {e.strerror}") \
-                from None
-        if left:
-            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
-                      f"{out}: {', '.join(left[:5])}", soft_wrap=True, markup=False)
-    try:
-        return open_for_run(out, lock)
-    except StoreError as e:
+        return open_run_store(config.output, "match", "choose another --out", fresh=fresh,
+                              err=err)
+    except RunFolderError as e:
         raise MatchError(str(e)) from None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import math
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from arena.files import MARKER, FolderError, claim_folder
+from arena.cli.run_folder import RunFolderError, open_run_store
 from arena.model.job import GameOutcome
 from arena.model.names import clean
 from arena.model.spec import command_args
@@ -38,19 +37,16 @@ from arena.proc.tasks import usable_cores
 from arena.report.board import QuickStandings, build_leaderboard
 from arena.report.format import for_terminal
 from arena.report.text import (
-    FILES,
     print_table,
     render_csv,
     render_json,
     render_markdown,
     write_leaderboard,
 )
-from arena.runs.audit import open_for_run
 from arena.runs.config import BotEntry, ConfigError, TournamentConfig, load_config
-from arena.runs.lock import LOCK_NAME, LockError, RunLock
 from arena.runs.preamble import TournamentError
 from arena.runs.schedule import ScheduledGame, game_count
-from arena.runs.store import Store, StoreError
+from arena.runs.store import Store
 from arena.tournament.runner import RunSummary, prepare, run
 
 
@@ -90,32 +86,10 @@ def run_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     try:
-        claim_folder(config.output, "tournament",
-                     f"choose another output in {config.path} or --out", Store.is_store)
-    except FolderError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    try:  # before --fresh removes anything: one run at a time in a folder
-        lock = RunLock.take(config.output, "tournament")
-    except LockError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    if args.fresh:
-        try:
-            left = remove_made_files(config.output)
-        except OSError as e:
-            lock.release()
-            print(f"{config.output}: --fresh cannot remove {e.filename}: {e.strerror}",
-                  file=sys.stderr)
-            return 2
-        if left:
-            names = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5
-                                           else "")
-            err.print(f"note: --fresh left {len(left)} file(s) the arena did not make in "
-                      f"{config.output}: {names}", soft_wrap=True, markup=False)
-    try:
-        store = open_for_run(config.output, lock)
-    except StoreError as e:
+        store = open_run_store(config.output, "tournament",
+                               f"choose another output in {config.path} or --out",
+                               fresh=args.fresh, err=err)
+    except RunFolderError as e:
         print(str(e), file=sys.stderr)
         return 2
     with store:
@@ -274,40 +248,6 @@ def _run(config: TournamentConfig, store: Store, seed: int,
             return trio.run(run, config, store, seed, started, finished)
     from arena.tournament.ray_runner import run_ray
     return trio.run(run_ray, config, store, seed, address, started, finished)
-
-
-_MADE = re.compile(r"(tournament\.sqlite(-wal|-shm)?|games\.jsonl"
-                   r"|\.(leaderboard\.(md|csv|json)|games\.jsonl)\..+\.tmp)")
-"""The files of an output folder the arena makes, besides the leaderboard's and logs."""
-
-
-_LOG = re.compile(r"[A-Za-z0-9._-]+\.log")
-"""A bot log's name (see :class:`arena.proc.logs.LogFolder`)."""
-
-
-def remove_made_files(folder: Path) -> list[str]:
-    """Remove what the arena made in ``folder`` (for ``--fresh``): the store, the
-    leaderboard files, ``games.jsonl``, the bot logs (and ``logs`` once empty). Other
-    files and symlinks are left; their names (relative to ``folder``), sorted."""
-    left: list[str] = []
-    for entry in sorted(folder.iterdir()):
-        name = entry.name
-        if entry.is_symlink():
-            if name != MARKER:
-                left.append(name)
-        elif name == "logs" and entry.is_dir():
-            for log in sorted(entry.iterdir()):
-                if _LOG.fullmatch(log.name) and log.is_file() and not log.is_symlink():
-                    log.unlink()
-                else:
-                    left.append(f"logs/{log.name}")
-            if not any(entry.iterdir()):
-                entry.rmdir()
-        elif entry.is_file() and (name in FILES or _MADE.fullmatch(name)):
-            entry.unlink()
-        elif name not in (MARKER, LOCK_NAME):  # the lock stays: another run may wait on it
-            left.append(name)
-    return left
 
 
 def machine_bound_of(config: TournamentConfig, err: Console,
