@@ -28,12 +28,14 @@ call but the health check must carry ``authorization: Bearer <token>``), or the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import Any, ClassVar
@@ -284,8 +286,32 @@ def serve(bot: Bot, argv: Sequence[str] | None = None, workers: int = 1) -> None
     while not stop.wait(0.1):
         pass
     log.info("stopping")
+    _exit_by(STOP_DEADLINE_S)
     health_servicer.enter_graceful_shutdown()
     server.stop(grace=0.5).wait()
+
+
+STOP_DEADLINE_S = 1.5
+"""Once asked to stop, the bot's process is gone within this many seconds, whatever
+still runs in it: the arena ends a bot with SIGKILL 1 s after SIGTERM in a game, and
+``arena check-bot`` fails a bot still running 3 s after it. A call's handler still
+thinking (the server's stop cancels the call, but cannot stop its thread, and the
+interpreter's exit waits for the threads that answer calls), a thread of the bot's own
+that is not a daemon, or gRPC's own shutdown would otherwise hold the exit up."""
+
+
+def _exit_by(deadline_s: float) -> None:
+    """End the process ``deadline_s`` from now unless it has ended by then (standard
+    output and error flushed; status 0: it was asked to stop)."""
+
+    def hard_exit() -> None:
+        time.sleep(deadline_s)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+    threading.Thread(target=hard_exit, name="stop-deadline", daemon=True).start()
 
 
 def _watch_parent(stop: threading.Event) -> None:
