@@ -259,6 +259,8 @@ class BoundedServer:
         self.port: int = self._socket.getsockname()[1]
         self._loop = asyncio.new_event_loop()
         self._conns: dict[_Conn, None] = {}  # in the order they came
+        self._open: set[asyncio.StreamWriter] = set()
+        """Every connection's, from its start until its socket is closed."""
         self._streams = 0
         self._feeds: list[Feed] = []
         self._stop: asyncio.Event | None = None
@@ -350,8 +352,23 @@ class BoundedServer:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
             await server.wait_closed()
-            for _ in range(3):  # the transports' closing callbacks (their sockets) run
-                await asyncio.sleep(0)
+            await self._all_closed()
+
+    async def _all_closed(self) -> None:
+        """Wait until every connection's socket is closed (its transport's closing
+        callback runs on this loop, which closes after this): one accepted as the
+        server stopped, or still flushing an answer, too; one still open after a grace
+        is aborted."""
+        for _ in range(3):  # a connection accepted at the stop starts its task
+            await asyncio.sleep(0)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_S):
+                while self._open:
+                    await asyncio.sleep(0.005)
+        for writer in list(self._open):
+            writer.transport.abort()
+        for _ in range(3):
+            await asyncio.sleep(0)
 
     def _admit(self, conn: _Conn) -> bool:
         """Take ``conn`` in, making room by closing the oldest connection waiting for a
@@ -370,10 +387,10 @@ class BoundedServer:
                          writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         conn = _Conn(writer, str(peer[0]) if isinstance(peer, tuple) else "")
-        if self._stopping:
-            conn.abort()
-            return
+        self._open.add(writer)
         try:
+            if self._stopping:
+                return  # closed below
             if not self._admit(conn):
                 self.refused += 1
                 with contextlib.suppress(TimeoutError, asyncio.LimitOverrunError):
@@ -390,10 +407,13 @@ class BoundedServer:
             pass  # the server stops (asyncio would log a connection's task cancelled)
         finally:
             self._conns.pop(conn, None)
-            if writer.transport.get_write_buffer_size():
+            if self._stopping or writer.transport.get_write_buffer_size():
                 conn.abort()  # a client that does not read: its unsent bytes dropped
             else:
                 writer.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await writer.wait_closed()  # its socket closed (or a flush that fails)
+            self._open.discard(writer)
 
     async def _serve(self, conn: _Conn, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
