@@ -196,6 +196,7 @@ def test_the_stop_after_a_call_never_waits_on_the_referee_thread(
     player = RemotePlayer(conn)
     game = new_game("trumps", TRUMPS_2, seed=3)
     seen: dict[str, Any] = {"pending": [], "turns_while_waiting": []}
+    faulted: list[tuple[bool, int]] = []  # each faulted call's: its stop pending, turns
     turns = [0]
     rest, stopped = BotConnection.rest, BotConnection.stopped
 
@@ -225,18 +226,27 @@ def test_the_stop_after_a_call_never_waits_on_the_referee_thread(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(ticker)
                 view = game.view(game.to_move)  # type: ignore[arg-type]
+
+                async def decision() -> str | None:
+                    # a busy machine may give the stall its ~130 ms of CPU before the
+                    # referee's thread begins the stop, which then finds the bot out of the
+                    # kernel: such a call proves nothing, and the bot is asked again (5 times
+                    # at most)
+                    for _ in range(1 if stall == "none" else 5):
+                        try:
+                            await player.decide(view, "g", "t", 5000, 0)
+                        except Fault as f:
+                            faulted.append((seen["pending"][-1], seen["turns_while_waiting"][-1]))
+                            return f"{f.kind}: {f.detail}" + (" (forfeit)" if f.forfeit else "")
+                        if seen["pending"][-1]:
+                            break  # the stop was pending, yet no fault: caught below
+                    return None
+
                 first = conn.process
-                fault = None
-                try:
-                    await player.decide(view, "g", "t", 5000, 0)
-                except Fault as f:
-                    fault = f"{f.kind}: {f.detail}" + (" (forfeit)" if f.forfeit else "")
+                fault = await decision()
                 killed = first is not None and first.killed
-                again = None
-                try:  # a new process if the first was killed: it answers (and stalls)
-                    await player.decide(view, "g", "t", 5000, 0)
-                except Fault as f:
-                    again = f"{f.kind}: {f.detail}"
+                # a new process if the first was killed: it answers (and stalls)
+                again = await decision()
                 nursery.cancel_scope.cancel()
             return fault, killed, again, conn.restarts, player.last_cpu_ms
         finally:
@@ -252,10 +262,10 @@ def test_the_stop_after_a_call_never_waits_on_the_referee_thread(
             "resource: did not stop within 5 ms after its call"), detail
     assert fault is not None and fault.endswith("its process was killed (forfeit)"), fault
     assert killed and restarts == 1, (killed, restarts)
-    # the first stop: rest() returned with the bot still running in the kernel, and the
-    # loop turned while the stop was awaited (the referee's thread never waited for it)
-    assert seen["pending"][0] is True, seen
-    assert seen["turns_while_waiting"][0] > 0, seen
+    # the faulted stops: rest() returned with the bot still running in the kernel, and
+    # the loop turned while the stop was awaited (the referee's thread never waited)
+    assert len(faulted) == 2 and all(pending and turns_meanwhile > 0
+                                     for pending, turns_meanwhile in faulted), (faulted, seen)
 
 
 @needs_sandbox
