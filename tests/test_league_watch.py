@@ -30,6 +30,7 @@ from urllib.parse import quote
 from urllib.request import urlopen
 
 import grpc
+import league_helpers
 import pytest
 from conftest import REPO, open_page
 from league_helpers import League, bot_folder, submit, wait_clean
@@ -42,27 +43,12 @@ if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext
 
 SEATS = 3
-LEAGUE_FILE = f"""name = "watched"
-game = "trumps"
-seats = {SEATS}
-concurrency = 1
-output = "out"
-seed = 35
-[options]
-draw = false
-[time]
-move_ms = 2000
-[[house]]
-name = "heuristic"
-spec = "heuristic"
-rating = 1550
-[[house]]
-name = "random"
-spec = "random"
-rating = 1400
-"""
-"""One submitted bot and two house bots: every set is the same three bots, its three
-rotations played one after another (one game at a time)."""
+LEAGUE_FILE = league_helpers.LEAGUE_FILE.replace(
+    'output = "out"\n', 'output = "out"\nseed = 35\n', 1)
+"""The service's tests' league, with a seed: one submitted bot and two house bots, so
+every set is the same three bots, its three rotations played one after another (one game
+at a time)."""
+assert "seed = 35" in LEAGUE_FILE and f"seats = {SEATS}" in LEAGUE_FILE
 PACE_S = 0.12
 """The submitted bot's think time per decision: a game lasts a second or two, several
 messages of the event stream (at most one every 0.25 s)."""

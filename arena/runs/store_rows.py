@@ -208,10 +208,10 @@ def stored_game(path: Path, row: Sequence[Any], latencies: Sequence[Sequence[Any
         raise StoreError(f"{where}: record: {problem}")
     lat: dict[int, tuple[float, ...]] = {}
     cpu: dict[int, tuple[float | None, ...]] = {}
-    timing = record_timing(record, len(bots))  # its shape checked by record_problem
+    timing = record.get("timing")  # its shape checked by record_problem, just above
     if timing is not None:
-        lat = {s: tuple(times) for s, times in enumerate(timing[0])}
-        cpu = {s: tuple(times) for s, times in enumerate(timing[1])}
+        lat = {s: tuple(times) for s, times in enumerate(timing["wall_ms"])}
+        cpu = {s: tuple(times) for s, times in enumerate(timing["cpu_ms"])}
     else:
         for s, ms, cpu_ms in latencies:
             times, cpu_times = latency_row(where, s, ms, cpu_ms)
